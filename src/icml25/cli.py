@@ -1,0 +1,345 @@
+"""The ``icml25`` command: list, show, check, report.
+
+Exit codes: 0 every check reproduced (or the command succeeded), 1 some claim was not
+reproduced or was inconclusive, 2 a usage or runtime error (one line on stderr; ``--debug``
+shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from icml25.catalog import PAPERS, Paper, UnknownSlugError, get_paper
+
+EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_ERROR = 0, 1, 2
+
+LIST_EPILOG = """examples:
+  icml25 list
+  icml25 list --json | python -m json.tool
+"""
+SHOW_EPILOG = """examples:
+  icml25 show rfm_grokking
+"""
+CHECK_EPILOG = """examples:
+  icml25 check rfm_grokking                      # small scale, default seeds
+  icml25 check rfm_grokking --scale tiny --seeds 1
+  icml25 check rfm_grokking --set p=41 --set iters=20
+  icml25 check --all --json > results.json
+"""
+REPORT_EPILOG = """examples:
+  icml25 report                                  # results/ -> report/REPORT.md, report/index.html
+  icml25 report --results /tmp/res --out /tmp/report
+"""
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def _store(path: str | None) -> Any:
+    from icml25.core.results import DEFAULT_RESULTS_DIR, ResultStore
+
+    return ResultStore(Path(path) if path else DEFAULT_RESULTS_DIR)
+
+
+def _last_verdict(store: Any, paper: Paper) -> tuple[str | None, str | None]:
+    stored = store.latest(paper.slug)
+    if stored is None:
+        return None, None
+    return str(stored.result.verdict), stored.result.scale
+
+
+# -- list ---------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = _store(args.results)
+    rows = []
+    for paper in PAPERS:
+        verdict, scale = _last_verdict(store, paper)
+        rows.append(
+            {
+                "slug": paper.slug,
+                "title": paper.title,
+                "domain": paper.domain,
+                "seed": paper.seed,
+                "status": paper.status,
+                "last_verdict": verdict,
+                "last_scale": scale,
+                "claim": paper.claim,
+            }
+        )
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"icml25: {len(rows)} papers", show_lines=False)
+    for col in ("slug", "domain", "seed", "status", "last verdict", "title"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        verdict = f"{r['last_verdict']} ({r['last_scale']})" if r["last_verdict"] else "-"
+        table.add_row(r["slug"], r["domain"], r["seed"], r["status"], verdict, r["title"])
+    Console(width=max(140, Console().width)).print(table)
+    return EXIT_OK
+
+
+# -- show ---------------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    paper = get_paper(args.slug)
+    out = [
+        f"{paper.slug}: {paper.title}",
+        f"  domain: {paper.domain}   seed: {paper.seed} ({paper.seed_file})   status: {paper.status}",
+        f"  paper: {paper.url or '-'}   code: {paper.code_url or '-'}",
+        f"  brief: {paper.brief}",
+        f"  claim: {paper.claim}",
+        f"  baseline: {paper.baseline}",
+    ]
+    if paper.implemented:
+        check = paper.load_check()
+        claim = check.claim
+        out.append(
+            f"  check: {paper.check_path}  (ours: {claim.ours}; baselines: {', '.join(claim.baselines)})"
+        )
+        out.append(f"  claim as checked ({claim.source}): {claim.statement}")
+        out.append("  criteria (declared in advance):")
+        for c in claim.criteria:
+            out.append(f"    - {c.name} [{', '.join(c.scales)}]: {c.describe()}  {c.description}")
+    stored = _store(args.results).latest(paper.slug)
+    if stored is None:
+        out.append("  last result: none")
+    else:
+        r = stored.result
+        out.append(
+            f"  last result: {r.verdict} at scale {r.scale}, seeds {list(r.seeds)}, "
+            f"{r.wall_time_s:.1f} s, {r.started_at} ({stored.run_dir})"
+        )
+        for c in r.criteria:
+            mark = {True: "pass", False: "FAIL", None: "n/a"}[c.passed]
+            value = "-" if c.value is None else f"{c.value:.4g}"
+            thr = "-" if c.threshold is None else f"{c.threshold:.4g}"
+            out.append(f"    {mark:4s} {c.name}: {value} {c.op} {thr}")
+    print("\n".join(out))
+    return EXIT_OK
+
+
+# -- check --------------------------------------------------------------------------------------
+
+
+def _selected_papers(args: argparse.Namespace) -> list[Paper]:
+    if args.all and args.slugs:
+        raise CliError("give slugs or --all, not both")
+    if args.all:
+        papers = [p for p in PAPERS if p.implemented]
+        if not papers:
+            raise CliError("no paper is implemented yet")
+        return papers
+    if not args.slugs:
+        raise CliError("name at least one slug, or --all (see `icml25 list`)")
+    papers = [get_paper(s) for s in args.slugs]
+    for p in papers:
+        if not p.implemented:
+            raise CliError(f"{p.slug} is planned: it has no implementation yet")
+    return list(dict.fromkeys(papers))
+
+
+def _result_row(result: Any) -> dict[str, Any]:
+    data = result.to_json()
+    return {
+        "slug": data["slug"],
+        "scale": data["scale"],
+        "verdict": data["verdict"],
+        "verdict_reason": data["verdict_reason"],
+        "seeds": data["seeds"],
+        "criteria": [
+            {
+                "name": c["name"],
+                "passed": c["passed"],
+                "value": c["value"],
+                "threshold": c["threshold"],
+                "op": c["op"],
+                "formula": c["formula"],
+            }
+            for c in data["criteria"]
+        ],
+        "metrics": data["metrics"],
+        "wall_time_s": data["wall_time_s"],
+        "run_id": data["run_id"],
+    }
+
+
+def _print_result(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(120, Console().width))
+    claim = result.claim
+    arms = [claim["ours"], *claim["baselines"]]
+    metric_names = sorted({m for arm in arms for m in result.metrics.get(arm, {})})
+    table = Table(title=f"{result.slug} ({result.scale}, seeds {list(result.seeds)}): metrics, mean ± sd")
+    table.add_column("metric")
+    for arm in arms:
+        table.add_column(arm + (" (ours)" if arm == claim["ours"] else ""), justify="right")
+    for name in metric_names:
+        cells = []
+        for arm in arms:
+            s = result.metrics.get(arm, {}).get(name)
+            cells.append("-" if s is None else f"{s.mean:.4g} ± {s.std:.2g}")
+        table.add_row(name, *cells)
+    console.print(table)
+    crit = Table(title="criteria (declared in advance)")
+    for col in ("criterion", "condition", "value", "threshold", "result"):
+        crit.add_column(col)
+    for c in result.criteria:
+        mark = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "[yellow]n/a[/]"}[c.passed]
+        crit.add_row(
+            c.name,
+            c.formula,
+            "-" if c.value is None else f"{c.value:.4g}",
+            "-" if c.threshold is None else f"{c.threshold:.4g}",
+            mark,
+        )
+    console.print(crit)
+    console.print(
+        f"[bold]verdict: {result.verdict}[/] ({result.verdict.reason}); wall time {result.wall_time_s:.1f} s",
+        highlight=False,
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from icml25.core.config import parse_overrides
+    from icml25.core.progress import make_reporter
+
+    papers = _selected_papers(args)
+    overrides = parse_overrides(args.set or [])
+    if args.seeds is not None and args.seeds < 1:
+        raise CliError(f"--seeds must be at least 1, got {args.seeds}")
+    store = _store(args.out)
+    store.ensure_writable()
+    checks = []
+    for paper in papers:  # resolve and validate every config before running anything
+        check = paper.load_check()
+        check.config(args.scale, overrides)
+        checks.append(check)
+    results = []
+    for check in checks:
+        reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet)
+        try:
+            result = check.run(
+                args.scale, n_seeds=args.seeds, overrides=overrides, store=store, reporter=reporter
+            )
+        finally:
+            reporter.close()
+        results.append(result)
+        if not args.json:
+            _print_result(result)
+    if args.json:
+        json.dump([_result_row(r) for r in results], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif len(results) > 1:
+        for r in results:
+            print(f"{r.slug:28s} {r.scale:6s} {str(r.verdict):16s} {r.wall_time_s:8.1f} s")
+    return EXIT_OK if all(r.verdict.reproduced for r in results) else EXIT_NOT_REPRODUCED
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from icml25.report import write_report
+
+    out = write_report(_store(args.results), Path(args.out))
+    print(f"wrote {out.markdown} and {out.html} ({out.n_results} results", end="")
+    print(f", {len(out.problems)} unreadable skipped)" if out.problems else ")")
+    for problem in out.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="icml25", description="Reference implementations and claim checks for 38 ICML 2025 papers."
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report}")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser(
+        "list", help="every paper with status and last verdict", epilog=LIST_EPILOG, formatter_class=fmt
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser(
+        "show", help="one paper's claim, criteria and last result", epilog=SHOW_EPILOG, formatter_class=fmt
+    )
+    p.add_argument("slug")
+    p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser(
+        "check", help="run claim checks and store their results", epilog=CHECK_EPILOG, formatter_class=fmt
+    )
+    p.add_argument("slugs", nargs="*", metavar="SLUG")
+    p.add_argument("--all", action="store_true", help="every implemented paper")
+    p.add_argument("--scale", choices=("tiny", "small", "full"), default="small")
+    p.add_argument("--seeds", type=int, metavar="N", help="run seeds 0..N-1 (default: the check's own)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="results directory (default: results/)")
+    p.add_argument("--json", action="store_true", help="print a JSON array of results on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "report",
+        help="write REPORT.md and index.html from stored results",
+        epilog=REPORT_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
+    p.add_argument("--out", metavar="DIR", default="report", help="output directory (default: report/)")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from icml25.core.config import ConfigError
+    from icml25.core.results import ResultsError
+
+    try:
+        return int(args.func(args))
+    except (CliError, UnknownSlugError, ConfigError, ResultsError, NotImplementedError) as err:
+        if args.debug:
+            raise
+        print(f"icml25: error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("icml25: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as err:  # noqa: BLE001 - one line, no traceback, unless --debug
+        if args.debug:
+            raise
+        print(
+            f"icml25: error: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""The base class of every claim check, and the one runner that turns seeds into a verdict.
+
+A paper's ``check.py`` subclasses :class:`ClaimCheck`: it declares its :class:`Claim`, a frozen
+config dataclass with ``tiny``/``small``/``full`` presets, and ``run_seed``, which trains and
+evaluates our method and its baselines on one seed and returns measured metrics per arm. The
+runner here seeds, times, aggregates over seeds, evaluates the pre-declared criteria, computes
+the verdict and stores the result. A check cannot set its own verdict.
+
+    class MyCheck(ClaimCheck[MyConfig]):
+        slug = "my_paper"
+        claim = CLAIM
+        presets = {"tiny": MyConfig(n=10), "small": MyConfig(), "full": MyConfig(n=10_000)}
+
+        def run_seed(self, config, seed, ctx):
+            ...
+            return SeedOutcome(metrics={"ours": {"acc": 0.9}, "baseline": {"acc": 0.5}})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+
+from icml25.core.claims import (
+    SCALES,
+    CheckResult,
+    Claim,
+    FigureRef,
+    claim_to_json,
+    compute_verdict,
+    evaluate_criterion,
+    summarize_metrics,
+)
+from icml25.core.config import ConfigError, apply_overrides, config_to_dict
+from icml25.core.progress import NullReporter, Reporter
+from icml25.core.results import ResultStore
+from icml25.core.runtime import environment, seed_everything, set_threads, utc_now
+
+__all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource", "to_jsonable"]
+
+C = TypeVar("C")
+
+
+class NeedsResource(Exception):  # noqa: N818 - reads as "needs resource"
+    """Raised by a check that cannot run here without ``resource`` (e.g. ``"gpu"``)."""
+
+    def __init__(self, resource: str, why: str = "") -> None:
+        super().__init__(f"needs {resource}" + (f": {why}" if why else ""))
+        self.resource = resource
+        self.why = why
+
+
+@dataclass(frozen=True)
+class SeedOutcome:
+    """What one seed of a check measured.
+
+    Args:
+        metrics: ``{arm: {metric: value}}``; the criteria read these.
+        series: curves and small arrays for figures and the report (JSON-able).
+        notes: remarks worth keeping with the result (e.g. "network arm skipped: budget").
+    """
+
+    metrics: Mapping[str, Mapping[str, float]]
+    series: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and paths to plain JSON types; NaN becomes None."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    if obj is None or isinstance(obj, bool | int | str):
+        return obj
+    try:  # torch tensors and other array-likes
+        return to_jsonable(np.asarray(obj))
+    except Exception as err:  # noqa: BLE001
+        raise TypeError(f"cannot store {type(obj).__name__} in a result") from err
+
+
+class RunContext:
+    """Handed to ``run_seed``/``make_figures``: progress, logging and figure saving."""
+
+    def __init__(self, *, slug: str, scale: str, run_dir: Path, reporter: Reporter) -> None:
+        self.slug = slug
+        self.scale = scale
+        self.run_dir = run_dir
+        self.seed: int | None = None
+        self._reporter = reporter
+        self.figures: list[FigureRef] = []
+
+    def progress(self, task: str, done: int, total: int | None = None) -> None:
+        label = task if self.seed is None else f"seed {self.seed} {task}"
+        self._reporter.update(label, done, total)
+
+    def log(self, message: str) -> None:
+        self._reporter.log(message)
+
+    def save_figure(self, fig: Any, name: str, caption: str) -> Path:
+        """Save a matplotlib figure as ``<name>.png`` in the run directory and close it."""
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"figure name must be alphanumeric with - or _, got {name!r}")
+        import matplotlib.pyplot as plt
+
+        path = self.run_dir / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures.append(FigureRef(file=path.name, caption=caption))
+        return path
+
+
+class ClaimCheck(Generic[C]):
+    """Base class of a paper's claim check. Subclasses set the class attributes and ``run_seed``."""
+
+    slug: ClassVar[str]
+    claim: ClassVar[Claim]
+    presets: ClassVar[Mapping[str, Any]]
+    default_seeds: ClassVar[Mapping[str, int]] = {"tiny": 1, "small": 2, "full": 3}
+
+    # -- what subclasses implement ------------------------------------------------------------
+
+    def run_seed(self, config: C, seed: int, ctx: RunContext) -> SeedOutcome:
+        raise NotImplementedError
+
+    def make_figures(self, config: C, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
+        """Optional: draw figures from all seeds' outcomes with ``ctx.save_figure``."""
+
+    # -- the runner ---------------------------------------------------------------------------
+
+    def config(self, scale: str = "small", overrides: Mapping[str, Any] | None = None) -> C:
+        """The preset for ``scale`` with ``overrides`` applied (type-checked)."""
+        if scale not in SCALES:
+            raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+        missing = [s for s in SCALES if s not in self.presets]
+        if missing:
+            raise TypeError(f"{type(self).__name__} lacks presets for {missing}")
+        return apply_overrides(self.presets[scale], overrides or {})
+
+    def run(
+        self,
+        scale: str = "small",
+        *,
+        seeds: Sequence[int] | None = None,
+        n_seeds: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        store: ResultStore | None = None,
+        reporter: Reporter | None = None,
+    ) -> CheckResult:
+        """Run the check for every seed, evaluate the criteria and (if ``store``) save the result."""
+        config = self.config(scale, overrides)
+        if seeds is None:
+            count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
+            if count < 1:
+                raise ConfigError(f"--seeds must be at least 1, got {count}")
+            seeds = list(range(count))
+        seeds = [int(s) for s in seeds]
+        if len(set(seeds)) != len(seeds):
+            raise ConfigError(f"seeds must be distinct, got {seeds}")
+        reporter = reporter or NullReporter()
+        run_id = ResultStore.new_run_id()
+        started_at = utc_now()
+        set_threads()
+
+        scratch: tempfile.TemporaryDirectory[str] | None = None
+        if store is not None:
+            store.ensure_writable()
+            run_dir = store.staging_dir(self.slug, scale, run_id)
+        else:
+            scratch = tempfile.TemporaryDirectory(prefix=f"icml25-{self.slug}-")
+            run_dir = Path(scratch.name)
+        ctx = RunContext(slug=self.slug, scale=scale, run_dir=run_dir, reporter=reporter)
+        try:
+            result = self._run(config, scale, seeds, ctx, run_id, started_at)
+        except BaseException:
+            if store is not None:
+                store.discard(run_dir)
+            raise
+        finally:
+            if scratch is not None:
+                scratch.cleanup()
+        if store is not None:
+            store.commit(result, run_dir)
+        return result
+
+    def _run(
+        self, config: C, scale: str, seeds: list[int], ctx: RunContext, run_id: str, started_at: str
+    ) -> CheckResult:
+        start = time.perf_counter()
+        outcomes: list[SeedOutcome] = []
+        missing: str | None = None
+        notes: list[str] = []
+        for seed in seeds:
+            ctx.seed = seed
+            seed_everything(seed)
+            try:
+                outcome = self.run_seed(config, seed, ctx)
+            except NeedsResource as need:
+                missing = need.resource
+                notes.append(str(need))
+                break
+            if not isinstance(outcome, SeedOutcome):
+                raise TypeError(f"{type(self).__name__}.run_seed must return a SeedOutcome")
+            outcomes.append(outcome)
+            notes.extend(outcome.notes)
+        ctx.seed = None
+        if outcomes and missing is None:
+            self.make_figures(config, outcomes, ctx)
+
+        metrics = summarize_metrics([o.metrics for o in outcomes])
+        criteria = tuple(evaluate_criterion(c, metrics) for c in self.claim.criteria_at(scale))
+        verdict = compute_verdict(
+            criteria, n_seeds=len(outcomes), min_seeds=self.claim.min_seeds, missing_resource=missing
+        )
+        return CheckResult(
+            slug=self.slug,
+            scale=scale,
+            seeds=tuple(seeds[: len(outcomes)]),
+            claim=claim_to_json(self.claim),
+            metrics=metrics,
+            criteria=criteria,
+            verdict=verdict,
+            config=to_jsonable(config_to_dict(config)) if dataclasses.is_dataclass(config) else {},
+            wall_time_s=time.perf_counter() - start,
+            environment=environment(),
+            started_at=started_at,
+            figures=tuple(ctx.figures),
+            series=to_jsonable({str(s): o.series for s, o in zip(seeds, outcomes, strict=False)}),
+            notes=tuple(dict.fromkeys(notes)),
+            run_id=run_id,
+        )

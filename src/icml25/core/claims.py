@@ -1,0 +1,462 @@
+"""The claim-check protocol: claims, criteria declared in advance, results and verdicts.
+
+A paper's headline claim becomes a :class:`Claim` with a tuple of :class:`Criterion` objects,
+written in the paper's ``check.py`` before any number is seen. A run measures metrics for
+every *arm* (our method and each baseline) over one or more seeds; :func:`evaluate_criterion`
+turns those measurements into a :class:`CriterionResult`, and :func:`compute_verdict` is the
+only function that turns criterion results into a :class:`Verdict`. No check sets a verdict
+by hand.
+
+Vocabulary:
+    arm      one system being measured (``"rfm"``, ``"fixed_kernel"``, ...)
+    metric   a named scalar measured once per seed for an arm (``"add/final_test_acc"``)
+    reduce   how per-seed values become the one number a criterion tests (mean, median, min, max)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+__all__ = [
+    "SCALES",
+    "Claim",
+    "Criterion",
+    "CriterionResult",
+    "MetricSummary",
+    "Verdict",
+    "VerdictKind",
+    "CheckResult",
+    "compute_verdict",
+    "evaluate_criterion",
+    "summarize_metrics",
+]
+
+SCALES: tuple[str, ...] = ("tiny", "small", "full")
+
+Op = Literal["<", "<=", ">", ">="]
+Reduce = Literal["mean", "median", "min", "max"]
+
+_OPS: dict[str, Any] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+_REDUCERS: dict[str, Any] = {
+    "mean": statistics.fmean,
+    "median": statistics.median,
+    "min": min,
+    "max": max,
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Criteria and claims (declared in advance)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One pre-declared condition on measured metrics.
+
+    The tested value is ``reduce(arm.metric over seeds)``. It is compared with ``op`` against
+    either a constant ``threshold`` or ``factor * reduce(other_arm.other_metric)`` (another arm's
+    measurement, e.g. "ours' bits/dim < 0.98 x the baseline's"). Exactly one of ``threshold``
+    and ``other_arm`` must be given.
+
+    Args:
+        name: short unique identifier within the claim (``"groks_by_30"``).
+        arm: the arm whose metric is tested.
+        metric: the metric name as reported by the check.
+        op: one of ``<``, ``<=``, ``>``, ``>=``.
+        threshold: constant right-hand side.
+        other_arm: arm whose metric forms the right-hand side.
+        other_metric: that arm's metric; defaults to ``metric``.
+        factor: multiplies the other arm's value (``1.0`` is a plain comparison).
+        reduce: how per-seed values are reduced to one number.
+        scales: the scales at which this criterion is evaluated (``tiny`` criteria are smoke
+            conditions; a claim is only judged at ``small`` and ``full``).
+        description: the condition in words, for the report.
+    """
+
+    name: str
+    arm: str
+    metric: str
+    op: Op
+    threshold: float | None = None
+    other_arm: str | None = None
+    other_metric: str | None = None
+    factor: float = 1.0
+    reduce: Reduce = "mean"
+    scales: tuple[str, ...] = ("small", "full")
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise ValueError(f"Criterion {self.name!r}: op must be one of {sorted(_OPS)}, got {self.op!r}")
+        if self.reduce not in _REDUCERS:
+            raise ValueError(
+                f"Criterion {self.name!r}: reduce must be one of {sorted(_REDUCERS)}, got {self.reduce!r}"
+            )
+        if (self.threshold is None) == (self.other_arm is None):
+            raise ValueError(f"Criterion {self.name!r}: give exactly one of threshold= and other_arm=")
+        unknown = set(self.scales) - set(SCALES)
+        if unknown or not self.scales:
+            raise ValueError(f"Criterion {self.name!r}: scales must be a non-empty subset of {SCALES}")
+
+    @property
+    def rhs_metric(self) -> str:
+        return self.other_metric or self.metric
+
+    def describe(self) -> str:
+        """The condition as a formula, e.g. ``mean(rfm.acc) >= 0.99``."""
+        lhs = f"{self.reduce}({self.arm}.{self.metric})"
+        if self.other_arm is None:
+            rhs = f"{self.threshold:g}"
+        else:
+            rhs = f"{self.reduce}({self.other_arm}.{self.rhs_metric})"
+            if self.factor != 1.0:
+                rhs = f"{self.factor:g} x {rhs}"
+        return f"{lhs} {self.op} {rhs}"
+
+    def applies_at(self, scale: str) -> bool:
+        return scale in self.scales
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's headline claim and the criteria that decide whether we reproduce it.
+
+    Args:
+        statement: the claim in one sentence.
+        source: where the paper makes it (``"Fig. 2, Sec. 3"``).
+        ours: the arm that implements the paper's method.
+        baselines: the arms the paper beats (and controls), in display order.
+        criteria: the pre-declared conditions. All applicable ones must hold for ``reproduced``.
+        headline: name of the criterion shown in the report's summary table (default: first).
+        min_seeds: fewer seeds than this makes the verdict ``inconclusive``.
+        setup_notes: how our setup differs from the paper's (scale, data, budget).
+        requires: resources without which the check cannot run here (``"gpu"``, ``"llm endpoint"``).
+    """
+
+    statement: str
+    source: str
+    ours: str
+    baselines: tuple[str, ...]
+    criteria: tuple[Criterion, ...]
+    headline: str | None = None
+    min_seeds: int = 1
+    setup_notes: str = ""
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.criteria]
+        if len(set(names)) != len(names):
+            raise ValueError(f"Claim: criterion names must be unique, got {names}")
+        if not self.criteria:
+            raise ValueError("Claim: at least one criterion is required")
+        arms = {self.ours, *self.baselines}
+        for c in self.criteria:
+            for arm in (c.arm, c.other_arm):
+                if arm is not None and arm not in arms:
+                    raise ValueError(f"Claim: criterion {c.name!r} names arm {arm!r}, not in {sorted(arms)}")
+        if self.headline is not None and self.headline not in names:
+            raise ValueError(f"Claim: headline {self.headline!r} is not a criterion name ({names})")
+        if self.min_seeds < 1:
+            raise ValueError("Claim: min_seeds must be >= 1")
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return (self.ours, *self.baselines)
+
+    def criteria_at(self, scale: str) -> tuple[Criterion, ...]:
+        return tuple(c for c in self.criteria if c.applies_at(scale))
+
+    def headline_criterion(self) -> Criterion:
+        if self.headline is None:
+            return self.criteria[0]
+        return next(c for c in self.criteria if c.name == self.headline)
+
+
+# ----------------------------------------------------------------------------------------------
+# Measurements and their evaluation
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Per-seed values of one metric of one arm, with mean and spread."""
+
+    values: tuple[float, ...]
+    mean: float
+    std: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> MetricSummary:
+        vals = tuple(float(v) for v in values)
+        if not vals:
+            raise ValueError("MetricSummary.of: no values")
+        finite = [v for v in vals if math.isfinite(v)]
+        if len(finite) != len(vals):
+            nan = float("nan")
+            return cls(vals, nan, nan, nan, nan)
+        std = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        return cls(vals, statistics.fmean(vals), std, min(vals), max(vals))
+
+    def reduced(self, how: str) -> float:
+        if any(not math.isfinite(v) for v in self.values):
+            return float("nan")
+        return float(_REDUCERS[how](self.values))
+
+
+def summarize_metrics(
+    per_seed: Sequence[Mapping[str, Mapping[str, float]]],
+) -> dict[str, dict[str, MetricSummary]]:
+    """Collect ``[{arm: {metric: value}}, ...]`` (one mapping per seed) into summaries.
+
+    A metric missing from some seeds is summarised over the seeds that report it.
+    """
+    collected: dict[str, dict[str, list[float]]] = {}
+    for seed_metrics in per_seed:
+        for arm, metrics in seed_metrics.items():
+            for name, value in metrics.items():
+                collected.setdefault(arm, {}).setdefault(name, []).append(float(value))
+    return {
+        arm: {name: MetricSummary.of(vals) for name, vals in sorted(metrics.items())}
+        for arm, metrics in collected.items()
+    }
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    """A criterion evaluated on measurements. ``passed`` is None when it could not be evaluated."""
+
+    name: str
+    description: str
+    formula: str
+    value: float | None
+    threshold: float | None
+    op: str
+    passed: bool | None
+    reason: str = ""
+
+
+def evaluate_criterion(
+    criterion: Criterion, metrics: Mapping[str, Mapping[str, MetricSummary]]
+) -> CriterionResult:
+    """Evaluate one criterion. Missing or non-finite measurements give ``passed=None``."""
+
+    def lookup(arm: str, metric: str) -> tuple[float | None, str]:
+        summary = metrics.get(arm, {}).get(metric)
+        if summary is None:
+            return None, f"metric {arm}.{metric} was not measured"
+        value = summary.reduced(criterion.reduce)
+        if not math.isfinite(value):
+            return None, f"metric {arm}.{metric} is not finite ({summary.values})"
+        return value, ""
+
+    base = dict(
+        name=criterion.name,
+        description=criterion.description,
+        formula=criterion.describe(),
+        op=criterion.op,
+    )
+    value, reason = lookup(criterion.arm, criterion.metric)
+    if value is None:
+        return CriterionResult(**base, value=None, threshold=None, passed=None, reason=reason)
+    if criterion.other_arm is None:
+        threshold = float(criterion.threshold)  # type: ignore[arg-type]
+    else:
+        other, reason = lookup(criterion.other_arm, criterion.rhs_metric)
+        if other is None:
+            return CriterionResult(**base, value=value, threshold=None, passed=None, reason=reason)
+        threshold = criterion.factor * other
+    passed = bool(_OPS[criterion.op](value, threshold))
+    return CriterionResult(**base, value=value, threshold=threshold, passed=passed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Verdicts
+# ----------------------------------------------------------------------------------------------
+
+
+class VerdictKind(StrEnum):
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+    NEEDS = "needs"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a check. ``needs`` verdicts name the missing resource."""
+
+    kind: VerdictKind
+    resource: str | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.kind is VerdictKind.NEEDS:
+            return f"needs {self.resource}"
+        return self.kind.value
+
+    @property
+    def reproduced(self) -> bool:
+        return self.kind is VerdictKind.REPRODUCED
+
+    @classmethod
+    def parse(cls, text: str, reason: str = "") -> Verdict:
+        if text.startswith("needs "):
+            return cls(VerdictKind.NEEDS, text.removeprefix("needs ").strip(), reason)
+        return cls(VerdictKind(text), None, reason)
+
+
+def compute_verdict(
+    results: Sequence[CriterionResult],
+    *,
+    n_seeds: int,
+    min_seeds: int = 1,
+    missing_resource: str | None = None,
+) -> Verdict:
+    """The one function that decides a verdict.
+
+    Order of precedence:
+        1. a missing resource             -> ``needs <resource>``
+        2. no applicable criterion        -> ``inconclusive``
+        3. any criterion failed           -> ``not reproduced`` (a measured failure is decisive,
+                                             even with few seeds)
+        4. any criterion not evaluable    -> ``inconclusive``
+        5. fewer seeds than ``min_seeds`` -> ``inconclusive``
+        6. otherwise                      -> ``reproduced``
+    """
+    if missing_resource:
+        return Verdict(VerdictKind.NEEDS, missing_resource, f"this check needs {missing_resource}")
+    if not results:
+        return Verdict(VerdictKind.INCONCLUSIVE, reason="no criterion applies at this scale")
+    failed = [r.name for r in results if r.passed is False]
+    if failed:
+        return Verdict(VerdictKind.NOT_REPRODUCED, reason="failed: " + ", ".join(failed))
+    unknown = [r.name for r in results if r.passed is None]
+    if unknown:
+        return Verdict(VerdictKind.INCONCLUSIVE, reason="could not evaluate: " + ", ".join(unknown))
+    if n_seeds < min_seeds:
+        return Verdict(
+            VerdictKind.INCONCLUSIVE, reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}"
+        )
+    return Verdict(VerdictKind.REPRODUCED, reason=f"all {len(results)} criteria hold")
+
+
+# ----------------------------------------------------------------------------------------------
+# The stored record of one check run
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureRef:
+    """A figure saved beside a result: file name relative to the run directory, and caption."""
+
+    file: str
+    caption: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything one run of a claim check produced. Serialises to and from JSON."""
+
+    slug: str
+    scale: str
+    seeds: tuple[int, ...]
+    claim: dict[str, Any]
+    metrics: dict[str, dict[str, MetricSummary]]
+    criteria: tuple[CriterionResult, ...]
+    verdict: Verdict
+    config: dict[str, Any]
+    wall_time_s: float
+    environment: dict[str, Any]
+    started_at: str
+    figures: tuple[FigureRef, ...] = ()
+    series: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    run_id: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": 1,
+            "run_id": self.run_id,
+            "slug": self.slug,
+            "scale": self.scale,
+            "seeds": list(self.seeds),
+            "verdict": str(self.verdict),
+            "verdict_reason": self.verdict.reason,
+            "claim": self.claim,
+            "criteria": [asdict(c) for c in self.criteria],
+            "metrics": {arm: {name: asdict(s) for name, s in ms.items()} for arm, ms in self.metrics.items()},
+            "config": self.config,
+            "wall_time_s": self.wall_time_s,
+            "environment": self.environment,
+            "started_at": self.started_at,
+            "figures": [asdict(f) for f in self.figures],
+            "series": self.series,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
+        """Rebuild a result; raises ``ValueError`` on anything malformed."""
+        try:
+            metrics = {
+                arm: {
+                    name: MetricSummary(
+                        values=tuple(float(v) for v in s["values"]),
+                        mean=float(s["mean"]),
+                        std=float(s["std"]),
+                        min=float(s["min"]),
+                        max=float(s["max"]),
+                    )
+                    for name, s in ms.items()
+                }
+                for arm, ms in data["metrics"].items()
+            }
+            return cls(
+                slug=str(data["slug"]),
+                scale=str(data["scale"]),
+                seeds=tuple(int(s) for s in data["seeds"]),
+                claim=dict(data["claim"]),
+                metrics=metrics,
+                criteria=tuple(CriterionResult(**c) for c in data["criteria"]),
+                verdict=Verdict.parse(str(data["verdict"]), str(data.get("verdict_reason", ""))),
+                config=dict(data["config"]),
+                wall_time_s=float(data["wall_time_s"]),
+                environment=dict(data["environment"]),
+                started_at=str(data["started_at"]),
+                figures=tuple(FigureRef(**f) for f in data.get("figures", [])),
+                series=dict(data.get("series", {})),
+                notes=tuple(data.get("notes", [])),
+                run_id=str(data.get("run_id", "")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ValueError(f"malformed check result: {err!r}") from err
+
+
+def claim_to_json(claim: Claim) -> dict[str, Any]:
+    """The claim as stored in every result, so a report needs no code import."""
+    return {
+        "statement": claim.statement,
+        "source": claim.source,
+        "ours": claim.ours,
+        "baselines": list(claim.baselines),
+        "headline": claim.headline_criterion().name,
+        "min_seeds": claim.min_seeds,
+        "setup_notes": claim.setup_notes,
+        "requires": list(claim.requires),
+        "criteria": [
+            {**asdict(c), "scales": list(c.scales), "formula": c.describe()} for c in claim.criteria
+        ],
+    }

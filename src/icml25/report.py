@@ -1,0 +1,366 @@
+"""``icml25 report``: REPORT.md and a self-contained index.html from stored results only.
+
+Both files are rendered from one list of blocks (headings, paragraphs, tables, figures), so
+they always say the same thing. Figures are copied to ``<out>/figures/`` with deterministic
+names for the Markdown file and embedded as base64 in the HTML page. Nothing is rerun.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icml25.catalog import PAPERS
+from icml25.core.claims import SCALES, CheckResult
+from icml25.core.results import ResultStore, StoredResult, atomic_write_text
+from icml25.core.runtime import environment, utc_now
+
+__all__ = ["ReportOutput", "write_report", "build_blocks"]
+
+_ARROW = {"<": "↓", "<=": "↓", ">": "↑", ">=": "↑"}
+_MARK = {True: "pass", False: "FAIL", None: "n/a"}
+
+
+@dataclass(frozen=True)
+class ReportOutput:
+    markdown: Path
+    html: Path
+    n_results: int
+    problems: tuple[str, ...] = ()
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+    anchor: str = ""
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    kind: str = "p"  # p | quote | small
+
+
+@dataclass(frozen=True)
+class Table:
+    header: Sequence[str]
+    rows: Sequence[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Figure:
+    source: Path
+    name: str  # deterministic file name under figures/
+    caption: str
+
+
+@dataclass
+class _Doc:
+    blocks: list[Any] = field(default_factory=list)
+
+    def add(self, *blocks: Any) -> None:
+        self.blocks.extend(blocks)
+
+
+# -- formatting helpers ---------------------------------------------------------------------------
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.3e}"
+    return f"{x:.{digits}g}"
+
+
+def _mean_sd(result: CheckResult, arm: str | None, metric: str) -> str:
+    if arm is None:
+        return "-"
+    s = result.metrics.get(arm, {}).get(metric)
+    if s is None:
+        return "-"
+    return _fmt(s.mean) + (f" ± {_fmt(s.std, 2)}" if len(s.values) > 1 else "")
+
+
+def _headline_row(stored: StoredResult, title: str) -> list[str]:
+    r = stored.result
+    claim = r.claim
+    crit_decl = next((c for c in claim["criteria"] if c["name"] == claim["headline"]), claim["criteria"][0])
+    metric, arm, op = crit_decl["metric"], crit_decl["arm"], crit_decl["op"]
+    base_arm = crit_decl.get("other_arm") or next(
+        (b for b in claim["baselines"] if metric in r.metrics.get(b, {})), None
+    )
+    base_metric = crit_decl.get("other_metric") or metric
+    ours_s = r.metrics.get(arm, {}).get(metric)
+    base_s = r.metrics.get(base_arm, {}).get(base_metric) if base_arm else None
+    delta = _fmt(ours_s.mean - base_s.mean) if ours_s is not None and base_s is not None else "-"
+    evaluated = next((c for c in r.criteria if c.name == crit_decl["name"]), None)
+    threshold = _fmt(evaluated.threshold) if evaluated and evaluated.threshold is not None else "-"
+    return [
+        f"[{r.slug}](#{r.slug})",
+        title,
+        f"{arm}.{metric} {_ARROW.get(op, '')}",
+        f"{base_arm}: {_mean_sd(r, base_arm, base_metric)}" if base_arm else "-",
+        _mean_sd(r, arm, metric),
+        delta,
+        f"{op} {threshold}",
+        f"**{r.verdict}**",
+        r.scale,
+        f"{r.wall_time_s:.0f} s",
+    ]
+
+
+def _pick(stored: Sequence[StoredResult]) -> dict[str, list[StoredResult]]:
+    """slug -> its results, largest scale first."""
+    by_slug: dict[str, list[StoredResult]] = {}
+    for s in stored:
+        by_slug.setdefault(s.result.slug, []).append(s)
+    order = {sc: i for i, sc in enumerate(reversed(SCALES))}
+    for runs in by_slug.values():
+        runs.sort(key=lambda s: order.get(s.result.scale, 99))
+    return by_slug
+
+
+def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -> list[Any]:
+    doc = _Doc()
+    by_slug = _pick(stored)
+    titles = {p.slug: p.title for p in PAPERS}
+    n_checked = len(by_slug)
+    verdicts = [runs[0].result.verdict for runs in by_slug.values()]
+    n_repro = sum(v.reproduced for v in verdicts)
+    doc.add(
+        Heading("icml25: claim checks of ICML 2025 papers", 1),
+        Para(
+            f"{len(PAPERS)} papers in the catalog; {n_checked} with stored results, {n_repro} reproduced at "
+            "the largest scale run. Every verdict is computed from criteria declared in the paper's "
+            "check before the numbers were measured; nothing here was rerun to build this page."
+        ),
+        Heading("Verdicts", 2, "verdicts"),
+        Table(
+            [
+                "paper",
+                "title",
+                "headline metric",
+                "baseline",
+                "ours",
+                "delta",
+                "criterion",
+                "verdict",
+                "scale",
+                "runtime",
+            ],
+            [_headline_row(runs[0], titles.get(slug, slug)) for slug, runs in sorted(by_slug.items())],
+        ),
+    )
+    status_rows = []
+    for p in PAPERS:
+        runs = by_slug.get(p.slug)
+        last = f"{runs[0].result.verdict} ({runs[0].result.scale})" if runs else "not run"
+        status_rows.append([p.slug, p.domain, p.status, last, p.title])
+    doc.add(
+        Heading("All papers", 2, "all-papers"),
+        Table(["slug", "domain", "status", "last verdict", "title"], status_rows),
+    )
+
+    for slug, runs in sorted(by_slug.items()):
+        main = runs[0]
+        r = main.result
+        claim = r.claim
+        paper = next((p for p in PAPERS if p.slug == slug), None)
+        doc.add(Heading(f"{slug}: {titles.get(slug, slug)}", 2, slug))
+        if paper is not None and paper.url:
+            doc.add(
+                Para(
+                    f"Paper: {paper.url}" + (f" · code: {paper.code_url}" if paper.code_url else ""), "small"
+                )
+            )
+        doc.add(Para(f"Claim ({claim['source']}): {claim['statement']}", "quote"))
+        if claim.get("setup_notes"):
+            doc.add(Para(f"Our setup: {claim['setup_notes']}"))
+        doc.add(
+            Para(
+                f"Verdict at scale {r.scale}: {r.verdict} ({r.verdict.reason}). Seeds {list(r.seeds)}, "
+                f"wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
+                f"{r.environment.get('git_commit') or 'unknown'}."
+            ),
+            Table(
+                ["criterion", "condition", "value", "threshold", "result", "meaning"],
+                [
+                    [
+                        c.name,
+                        c.formula,
+                        _fmt(c.value),
+                        _fmt(c.threshold),
+                        _MARK[c.passed],
+                        c.description or c.reason,
+                    ]
+                    for c in r.criteria
+                ],
+            ),
+        )
+        arms = [claim["ours"], *claim["baselines"]]
+        names = sorted({m for a in arms for m in r.metrics.get(a, {})})
+        doc.add(
+            Table(
+                ["metric"] + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
+                [[n] + [_mean_sd(r, a, n) for a in arms] for n in names],
+            )
+        )
+        for fig in r.figures:
+            src = main.run_dir / fig.file
+            if src.is_file():
+                doc.add(Figure(src, f"{slug}_{r.scale}_{fig.file}", fig.caption))
+        for note in r.notes:
+            doc.add(Para(f"Note: {note}", "small"))
+        if r.scale != "full":
+            doc.add(
+                Para(
+                    f"Caveat: scale {r.scale} is a reduced version of the paper's experiment; "
+                    "see the setup above for what it cannot show.",
+                    "small",
+                )
+            )
+        for other in runs[1:]:
+            o = other.result
+            doc.add(
+                Para(
+                    f"Also stored: scale {o.scale}, verdict {o.verdict}, {o.wall_time_s:.1f} s, "
+                    f"run {o.run_id}.",
+                    "small",
+                )
+            )
+
+    env = environment()
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(env["versions"].items()))
+    commits = sorted({s.result.environment.get("git_commit") or "unknown" for s in stored})
+    doc.add(
+        Heading("Environment", 2, "environment"),
+        Para(
+            f"Generated {utc_now()} on {env['platform']} ({env['cpu_count']} CPUs, {env['device']}); "
+            f"Python {env['python']}; {versions}. Results measured at commits: {', '.join(commits) or '-'}.",
+            "small",
+        ),
+    )
+    for problem in problems:
+        doc.add(Para(f"Skipped unreadable result: {problem}", "small"))
+    return doc.blocks
+
+
+# -- renderers ------------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(blocks: Sequence[Any]) -> str:
+    lines: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            lines += [("#" * b.level) + " " + b.text, ""]
+        elif isinstance(b, Para):
+            prefix = "> " if b.kind == "quote" else ""
+            text = f"<sub>{b.text}</sub>" if b.kind == "small" else b.text
+            lines += [prefix + text, ""]
+        elif isinstance(b, Table):
+            lines.append("| " + " | ".join(_md_cell(h) for h in b.header) + " |")
+            lines.append("|" + "---|" * len(b.header))
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            lines.append("")
+        elif isinstance(b, Figure):
+            lines += [f"![{_md_cell(b.caption)}](figures/{b.name})", "", f"*{b.caption}*", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+table{border-collapse:collapse;margin:1em 0;font-size:.88em}
+th,td{border:1px solid #ddd;padding:.3em .55em;
+text-align:left;vertical-align:top}th{background:#f4f4f4}
+blockquote{border-left:4px solid #c0392b;margin:1em 0;
+padding:.2em 1em;background:#fbf3f2}small{color:#666}figure{margin:1em 0}figure img{max-width:100%}
+figcaption{font-size:.85em;color:#555}.pass{color:#1e8449;font-weight:600}.FAIL{color:#c0392b;font-weight:600}
+"""
+
+
+def _inline_md(text: str) -> str:
+    """Escape, then turn the two Markdown forms our cells use (**bold**, [x](#a)) into HTML."""
+    import re
+
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+    return re.sub(r"\[([^\]]+)\]\((#[\w-]+)\)", r'<a href="\2">\1</a>', out)
+
+
+def render_html(blocks: Sequence[Any]) -> str:
+    parts = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        "<title>icml25 report</title>",
+        f"<style>{_CSS}</style></head><body>",
+    ]
+    for b in blocks:
+        if isinstance(b, Heading):
+            anchor = f' id="{html.escape(b.anchor)}"' if b.anchor else ""
+            parts.append(f"<h{b.level}{anchor}>{html.escape(b.text)}</h{b.level}>")
+        elif isinstance(b, Para):
+            inner = _inline_md(b.text)
+            parts.append(
+                {"quote": f"<blockquote>{inner}</blockquote>", "small": f"<p><small>{inner}</small></p>"}.get(
+                    b.kind, f"<p>{inner}</p>"
+                )
+            )
+        elif isinstance(b, Table):
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.header)
+            body = "".join(
+                "<tr>"
+                + "".join(
+                    f'<td class="{html.escape(c)}">{_inline_md(c)}</td>'
+                    if c in ("pass", "FAIL")
+                    else f"<td>{_inline_md(c)}</td>"
+                    for c in row
+                )
+                + "</tr>"
+                for row in b.rows
+            )
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif isinstance(b, Figure):
+            data = base64.b64encode(b.source.read_bytes()).decode("ascii")
+            parts.append(
+                f'<figure><img alt="{html.escape(b.caption)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(b.caption)}</figcaption></figure>"
+            )
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
+    """Render every stored result into ``out_dir``; unreadable results are skipped and listed."""
+    stored, problems = store.scan()
+    blocks = build_blocks(stored, problems)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fig_dir = out_dir / "figures"
+        if fig_dir.exists():
+            shutil.rmtree(fig_dir)
+        fig_dir.mkdir()
+        for b in blocks:
+            if isinstance(b, Figure):
+                shutil.copyfile(b.source, fig_dir / b.name)
+        md, page = out_dir / "REPORT.md", out_dir / "index.html"
+        atomic_write_text(md, render_markdown(blocks))
+        atomic_write_text(page, render_html(blocks))
+    except OSError as err:
+        from icml25.core.results import ResultsError
+
+        raise ResultsError(f"cannot write the report to {str(out_dir)!r}: {err.strerror or err}") from err
+    return ReportOutput(md, page, len(stored), tuple(problems))

@@ -1,0 +1,194 @@
+"""The check protocol: criteria, metric summaries, the verdict function, JSON round trip."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icml25.core.claims import (
+    CheckResult,
+    Claim,
+    Criterion,
+    CriterionResult,
+    MetricSummary,
+    Verdict,
+    VerdictKind,
+    claim_to_json,
+    compute_verdict,
+    evaluate_criterion,
+    summarize_metrics,
+)
+
+
+def _metrics(**arms: dict[str, list[float]]) -> dict[str, dict[str, MetricSummary]]:
+    return {arm: {m: MetricSummary.of(v) for m, v in ms.items()} for arm, ms in arms.items()}
+
+
+def _result(passed: bool | None, name: str = "c") -> CriterionResult:
+    return CriterionResult(
+        name=name, description="", formula="", value=1.0, threshold=0.0, op=">", passed=passed
+    )
+
+
+class TestCriterion:
+    def test_threshold_comparison(self) -> None:
+        c = Criterion("acc", arm="ours", metric="acc", op=">=", threshold=0.9)
+        assert evaluate_criterion(c, _metrics(ours={"acc": [0.95, 0.91]})).passed is True
+        assert evaluate_criterion(c, _metrics(ours={"acc": [0.95, 0.80]})).passed is False  # mean 0.875
+
+    def test_reduce_min_is_worst_seed_for_ge(self) -> None:
+        c = Criterion("acc", arm="ours", metric="acc", op=">=", threshold=0.9, reduce="min")
+        r = evaluate_criterion(c, _metrics(ours={"acc": [0.99, 0.89, 0.99]}))
+        assert r.passed is False and r.value == pytest.approx(0.89)
+
+    def test_other_arm_with_factor(self) -> None:
+        c = Criterion("bpd", arm="ours", metric="bpd", op="<", other_arm="base", factor=0.9)
+        m = _metrics(ours={"bpd": [1.7]}, base={"bpd": [2.0]})
+        r = evaluate_criterion(c, m)
+        assert r.passed is True and r.threshold == pytest.approx(1.8)
+        m = _metrics(ours={"bpd": [1.85]}, base={"bpd": [2.0]})
+        assert evaluate_criterion(c, m).passed is False
+
+    def test_other_metric(self) -> None:
+        c = Criterion("x", arm="a", metric="m1", op="<", other_arm="b", other_metric="m2")
+        assert evaluate_criterion(c, _metrics(a={"m1": [1.0]}, b={"m2": [2.0]})).passed is True
+
+    def test_missing_metric_is_not_evaluable(self) -> None:
+        c = Criterion("acc", arm="ours", metric="acc", op=">", threshold=0.5)
+        r = evaluate_criterion(c, _metrics(ours={"loss": [0.1]}))
+        assert r.passed is None and "not measured" in r.reason
+
+    def test_nan_is_not_evaluable(self) -> None:
+        c = Criterion("acc", arm="ours", metric="acc", op=">", threshold=0.5)
+        assert evaluate_criterion(c, _metrics(ours={"acc": [float("nan"), 1.0]})).passed is None
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            dict(op="=>", threshold=1.0),  # bad operator
+            dict(op=">"),  # neither threshold nor other arm
+            dict(op=">", threshold=1.0, other_arm="b"),  # both
+            dict(op=">", threshold=1.0, reduce="sum"),
+            dict(op=">", threshold=1.0, scales=("huge",)),
+        ],
+    )
+    def test_malformed_criteria_raise(self, kwargs: dict) -> None:
+        with pytest.raises(ValueError):
+            Criterion("c", arm="a", metric="m", **kwargs)
+
+    def test_describe(self) -> None:
+        c = Criterion("c", arm="a", metric="m", op="<", other_arm="b", factor=0.5)
+        assert c.describe() == "mean(a.m) < 0.5 x mean(b.m)"
+
+
+class TestClaim:
+    def test_unknown_arm_rejected(self) -> None:
+        with pytest.raises(ValueError, match="arm"):
+            Claim(
+                "s",
+                "Fig 1",
+                ours="a",
+                baselines=("b",),
+                criteria=(Criterion("c", arm="zzz", metric="m", op=">", threshold=0),),
+            )
+
+    def test_duplicate_criterion_names_rejected(self) -> None:
+        c = Criterion("c", arm="a", metric="m", op=">", threshold=0)
+        with pytest.raises(ValueError, match="unique"):
+            Claim("s", "Fig 1", ours="a", baselines=(), criteria=(c, c))
+
+    def test_criteria_at_scale(self) -> None:
+        tiny = Criterion("t", arm="a", metric="m", op=">", threshold=0, scales=("tiny",))
+        small = Criterion("s", arm="a", metric="m", op=">", threshold=0)
+        claim = Claim("s", "Fig 1", ours="a", baselines=(), criteria=(tiny, small))
+        assert [c.name for c in claim.criteria_at("tiny")] == ["t"]
+        assert [c.name for c in claim.criteria_at("small")] == ["s"]
+        assert claim.headline_criterion().name == "t"
+
+
+class TestVerdict:
+    def test_all_pass_is_reproduced(self) -> None:
+        v = compute_verdict([_result(True), _result(True, "d")], n_seeds=2)
+        assert v.kind is VerdictKind.REPRODUCED and v.reproduced
+
+    def test_any_fail_is_not_reproduced(self) -> None:
+        v = compute_verdict([_result(True), _result(False, "bad")], n_seeds=3)
+        assert v.kind is VerdictKind.NOT_REPRODUCED and "bad" in v.reason
+
+    def test_failure_beats_unknown(self) -> None:
+        v = compute_verdict([_result(None), _result(False, "bad")], n_seeds=3)
+        assert v.kind is VerdictKind.NOT_REPRODUCED
+
+    def test_unknown_is_inconclusive(self) -> None:
+        assert (
+            compute_verdict([_result(True), _result(None, "u")], n_seeds=3).kind is VerdictKind.INCONCLUSIVE
+        )
+
+    def test_too_few_seeds_is_inconclusive(self) -> None:
+        v = compute_verdict([_result(True)], n_seeds=1, min_seeds=3)
+        assert v.kind is VerdictKind.INCONCLUSIVE and "seed" in v.reason
+
+    def test_no_criteria_is_inconclusive(self) -> None:
+        assert compute_verdict([], n_seeds=3).kind is VerdictKind.INCONCLUSIVE
+
+    def test_missing_resource_wins(self) -> None:
+        v = compute_verdict([_result(True)], n_seeds=3, missing_resource="gpu")
+        assert str(v) == "needs gpu" and not v.reproduced
+
+    @pytest.mark.parametrize("text", ["reproduced", "not reproduced", "inconclusive", "needs llm endpoint"])
+    def test_parse_round_trip(self, text: str) -> None:
+        assert str(Verdict.parse(text)) == text
+
+    def test_parse_rejects_unknown(self) -> None:
+        with pytest.raises(ValueError):
+            Verdict.parse("great success")
+
+
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6), min_size=1, max_size=8))
+def test_metric_summary_bounds(values: list[float]) -> None:
+    s = MetricSummary.of(values)
+    assert s.min <= s.mean + 1e-9 and s.mean <= s.max + 1e-9
+    assert s.std >= 0 and (len(values) > 1 or s.std == 0)
+    assert s.reduced("min") == min(values) and s.reduced("max") == max(values)
+
+
+def test_summarize_metrics_collects_per_seed() -> None:
+    per_seed = [{"a": {"x": 1.0, "y": 2.0}}, {"a": {"x": 3.0}, "b": {"x": 0.0}}]
+    out = summarize_metrics(per_seed)
+    assert out["a"]["x"].values == (1.0, 3.0) and out["a"]["x"].mean == 2.0
+    assert out["a"]["y"].values == (2.0,) and out["b"]["x"].values == (0.0,)
+
+
+def test_metric_summary_nan_propagates() -> None:
+    assert math.isnan(MetricSummary.of([1.0, float("inf")]).mean)
+
+
+def test_check_result_json_round_trip() -> None:
+    crit = Criterion("c", arm="a", metric="m", op=">", threshold=0.5, description="m is big")
+    claim = Claim("s", "Fig 1", ours="a", baselines=("b",), criteria=(crit,))
+    metrics = _metrics(a={"m": [0.6, 0.7]}, b={"m": [0.1, 0.2]})
+    results = (evaluate_criterion(crit, metrics),)
+    r = CheckResult(
+        slug="x",
+        scale="small",
+        seeds=(0, 1),
+        claim=claim_to_json(claim),
+        metrics=metrics,
+        criteria=results,
+        verdict=compute_verdict(results, n_seeds=2),
+        config={"n": 3},
+        wall_time_s=1.5,
+        environment={"python": "3"},
+        started_at="now",
+        run_id="r1",
+    )
+    back = CheckResult.from_json(r.to_json())
+    assert back == r
+
+
+def test_check_result_from_malformed_json_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="malformed"):
+        CheckResult.from_json({"slug": "x"})
