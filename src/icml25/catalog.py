@@ -856,3 +856,39 @@ REGISTRY: Registry[Paper] = Registry((p.slug, p) for p in PAPERS)
 def get_paper(slug: str) -> Paper:
     """The catalog entry for ``slug``; raises UnknownSlugError with suggestions."""
     return REGISTRY.get(slug)
+
+
+README_BEGIN = "<!-- papers:begin (python -m icml25.catalog --write-readme; a test keeps it in sync) -->"
+README_END = "<!-- papers:end -->"
+
+
+def markdown_table() -> str:
+    """The README's table of papers with their status, generated from :data:`PAPERS`."""
+    lines = [README_BEGIN, "", "| slug | domain | seed | status | paper |", "|---|---|---|---|---|"]
+    for p in PAPERS:
+        title = f"[{p.title}]({p.url})" if p.url else p.title
+        lines.append(f"| `{p.slug}` | {p.domain} | {p.seed} | {p.status} | {title} |")
+    counts = {s: sum(p.status == s for p in PAPERS) for s in STATUSES}
+    lines += ["", ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(PAPERS)}.", "", README_END]
+    return "\n".join(lines)
+
+
+def sync_readme(path: str = "README.md") -> bool:
+    """Replace the table between the README markers; returns True if the file changed."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    start, end = text.index(README_BEGIN.split(" (")[0]), text.index(README_END) + len(README_END)
+    new = text[:start] + markdown_table() + text[end:]
+    if new != text:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(new)
+    return new != text
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    if sys.argv[1:] == ["--write-readme"]:
+        print("README.md updated" if sync_readme() else "README.md already in sync")
+    else:
+        print(markdown_table())

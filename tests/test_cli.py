@@ -1,0 +1,147 @@
+"""The `icml25` command-line contract: list, show, check, report, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icml25.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUG = "rfm_grokking"
+
+
+def icml25(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "icml25.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("results")
+    proc = icml25("check", SLUG, "--scale", "tiny", "--json", "--quiet", "--out", str(out))
+    return proc, out
+
+
+def test_list_json_has_contract_keys(capsys) -> None:
+    assert main(["list", "--json", "--results", "/nonexistent"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 38
+    for key in ("slug", "title", "domain", "seed", "status", "last_verdict"):
+        assert key in rows[0]
+
+
+def test_list_table(capsys) -> None:
+    assert main(["list", "--results", "/nonexistent"]) == 0
+    assert SLUG in capsys.readouterr().out
+
+
+def test_show(capsys) -> None:
+    assert main(["show", SLUG, "--results", "/nonexistent"]) == 0
+    out = capsys.readouterr().out
+    assert "criteria (declared in advance)" in out and "last result: none" in out
+
+
+def test_check_tiny_json_contract(tiny_run) -> None:
+    proc, out = tiny_run
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == 1
+    row = rows[0]
+    for key in ("slug", "scale", "verdict", "criteria", "metrics", "wall_time_s"):
+        assert key in row
+    assert row["slug"] == SLUG and row["scale"] == "tiny"
+    assert row["criteria"] and {"name", "passed", "value"} <= set(row["criteria"][0])
+    expected = 0 if row["verdict"] == "reproduced" else 1
+    assert proc.returncode == expected
+    assert list((out / SLUG / "tiny").iterdir())
+
+
+def test_show_and_list_see_the_stored_result(tiny_run, capsys) -> None:
+    _, out = tiny_run
+    assert main(["list", "--json", "--results", str(out)]) == 0
+    rows = {r["slug"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[SLUG]["last_verdict"] is not None
+    assert main(["show", SLUG, "--results", str(out)]) == 0
+    assert "last result: " in capsys.readouterr().out
+
+
+def test_report_from_results(tiny_run, tmp_path, capsys) -> None:
+    _, out = tiny_run
+    assert main(["report", "--results", str(out), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "REPORT.md").read_text()
+    page = (tmp_path / "index.html").read_text()
+    assert SLUG in md and "| paper |" in md
+    assert "data:image/png;base64," in page  # self-contained figures
+    assert list((tmp_path / "figures").glob(f"{SLUG}_tiny_*.png"))
+
+
+def test_report_survives_corrupt_result(tiny_run, tmp_path, capsys) -> None:
+    import shutil
+
+    _, out = tiny_run
+    results = tmp_path / "results"
+    shutil.copytree(out, results)
+    bad = results / "broken_paper" / "small" / "20990101T000000000000Z-000000"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text("{truncated")
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
+    captured = capsys.readouterr()
+    assert "unreadable" in captured.out and "warning" in captured.err
+    assert main(["list", "--json", "--results", str(results)]) == 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "rfm_grokin", "--scale", "tiny"], "did you mean rfm_grokking"),
+        (["show", "nope_nope"], "unknown paper"),
+        (["check", SLUG, "--set", "no_such_key=3", "--scale", "tiny"], "unknown config key"),
+        (["check", SLUG, "--set", "p=abc", "--scale", "tiny"], "expected an int"),
+        (["check", SLUG, "--set", "p", "--scale", "tiny"], "key=value"),
+        (["check", SLUG, "--seeds", "0", "--scale", "tiny"], "--seeds"),
+        (["check", "--scale", "tiny"], "at least one slug"),
+        (["check", "pde_transformer", "--scale", "tiny"], "planned"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_bad_scale_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check", SLUG, "--scale", "huge"])
+    assert exc.value.code == 2
+
+
+def test_unwritable_output_directory(tmp_path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["check", SLUG, "--scale", "tiny", "--out", str(blocker / "sub")]) == 2
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_subprocess_error_has_no_traceback() -> None:
+    proc = icml25("check", "nope_nope")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "unknown paper" in proc.stderr
+
+
+@pytest.mark.skipif(os.environ.get("ICML25_SKIP_ENTRYPOINT") == "1", reason="entry point not installed")
+def test_console_script_installed() -> None:
+    exe = Path(sys.executable).with_name("icml25")
+    proc = subprocess.run(
+        [str(exe), "list", "--json", "--results", "/nonexistent"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)) == 38

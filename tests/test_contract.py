@@ -1,0 +1,45 @@
+"""The contract every implemented paper's claim check meets (one battery, parametrized over the catalog)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from icml25.catalog import PAPERS, Paper
+from icml25.core.claims import SCALES
+from icml25.core.config import apply_overrides, config_to_dict
+
+IMPLEMENTED = [p for p in PAPERS if p.implemented]
+
+
+@pytest.fixture(scope="module", params=IMPLEMENTED, ids=lambda p: p.slug)
+def paper(request) -> Paper:
+    return request.param
+
+
+def test_presets_are_frozen_dataclasses_that_round_trip(paper: Paper) -> None:
+    check = paper.load_check()
+    for scale in SCALES:
+        config = check.config(scale)
+        assert dataclasses.is_dataclass(config)
+        params = type(config).__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen, f"{paper.slug} {scale} config must be frozen"
+        as_dict = config_to_dict(config)
+        rebuilt = apply_overrides(config, {k: v for k, v in as_dict.items()})
+        assert rebuilt == config
+
+
+def test_claim_declares_criteria_for_small(paper: Paper) -> None:
+    claim = paper.load_check().claim
+    assert claim.criteria_at("small"), f"{paper.slug} has no criterion at small scale"
+    assert claim.baselines, f"{paper.slug} compares against no baseline"
+
+
+def test_tiny_check_is_deterministic(paper: Paper) -> None:
+    check = paper.load_check()
+    first = check.run("tiny", seeds=[0])
+    second = check.run("tiny", seeds=[0])
+    assert first.metrics == second.metrics
+    assert str(first.verdict) == str(second.verdict)
+    assert first.criteria, "tiny scale should evaluate at least one smoke criterion"
