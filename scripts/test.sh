@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check src tests
+.venv/bin/mypy src
 .venv/bin/python -m pytest "$@"

@@ -17,7 +17,7 @@ __all__ = ["PALETTE", "OURS_COLOR", "arm_color", "new_figure", "plot_band"]
 OURS_COLOR = "#c0392b"
 PALETTE = ("#2c3e50", "#2980b9", "#27ae60", "#8e44ad", "#d35400", "#7f8c8d", "#16a085")
 
-_STYLE = {
+_STYLE: dict[str, Any] = {
     "figure.dpi": 110,
     "font.size": 9,
     "axes.titlesize": 10,
@@ -42,7 +42,7 @@ def arm_color(arm: str, ours: str, baselines: Sequence[str]) -> str:
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.0) -> tuple[Any, Any]:
     """A figure in the shared style; returns ``(fig, axes)`` as ``plt.subplots`` does."""
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     for ax in axes.flat:
         for key, value in (("top", False), ("right", False)):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 __all__ = ["Reporter", "NullReporter", "LineReporter", "RichReporter", "make_reporter"]
 
@@ -75,7 +75,7 @@ class RichReporter:
             console=Console(stderr=True),
             transient=True,
         )
-        self._tasks: dict[str, int] = {}
+        self._tasks: dict[str, Any] = {}
         self._progress.start()
 
     def update(self, task: str, done: int, total: int | None = None) -> None:
