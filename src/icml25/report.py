@@ -96,10 +96,12 @@ def _headline_row(stored: StoredResult, title: str) -> list[str]:
     claim = r.claim
     crit_decl = next((c for c in claim["criteria"] if c["name"] == claim["headline"]), claim["criteria"][0])
     metric, arm, op = crit_decl["metric"], crit_decl["arm"], crit_decl["op"]
-    base_arm = crit_decl.get("other_arm") or next(
-        (b for b in claim["baselines"] if metric in r.metrics.get(b, {})), None
-    )
+    base_arm: str | None = crit_decl.get("other_arm")
     base_metric = crit_decl.get("other_metric") or metric
+    if base_arm is None and claim.get("headline_baseline"):
+        base_arm, _, base_metric = claim["headline_baseline"].partition(".")
+    elif base_arm is None:
+        base_arm = next((b for b in claim["baselines"] if metric in r.metrics.get(b, {})), None)
     ours_s = r.metrics.get(arm, {}).get(metric)
     base_s = r.metrics.get(base_arm, {}).get(base_metric) if base_arm else None
     delta = _fmt(ours_s.mean - base_s.mean) if ours_s is not None and base_s is not None else "-"

@@ -139,6 +139,8 @@ class Claim:
         baselines: the arms the paper beats (and controls), in display order.
         criteria: the pre-declared conditions. All applicable ones must hold for ``reproduced``.
         headline: name of the criterion shown in the report's summary table (default: first).
+        headline_baseline: ``"arm.metric"`` shown beside the headline when that criterion tests a
+            threshold (default: the first baseline reporting the same metric).
         min_seeds: fewer seeds than this makes the verdict ``inconclusive``.
         setup_notes: how our setup differs from the paper's (scale, data, budget).
         requires: resources without which the check cannot run here (``"gpu"``, ``"llm endpoint"``).
@@ -150,6 +152,7 @@ class Claim:
     baselines: tuple[str, ...]
     criteria: tuple[Criterion, ...]
     headline: str | None = None
+    headline_baseline: str | None = None
     min_seeds: int = 1
     setup_notes: str = ""
     requires: tuple[str, ...] = ()
@@ -169,6 +172,12 @@ class Claim:
             raise ValueError(f"Claim: headline {self.headline!r} is not a criterion name ({names})")
         if self.min_seeds < 1:
             raise ValueError("Claim: min_seeds must be >= 1")
+        if self.headline_baseline is not None:
+            arm, dot, metric = self.headline_baseline.partition(".")
+            if not dot or not metric or arm not in self.baselines:
+                raise ValueError(
+                    f"Claim: headline_baseline must be 'baseline_arm.metric', got {self.headline_baseline!r}"
+                )
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -453,6 +462,7 @@ def claim_to_json(claim: Claim) -> dict[str, Any]:
         "ours": claim.ours,
         "baselines": list(claim.baselines),
         "headline": claim.headline_criterion().name,
+        "headline_baseline": claim.headline_baseline,
         "min_seeds": claim.min_seeds,
         "setup_notes": claim.setup_notes,
         "requires": list(claim.requires),

@@ -1,0 +1,529 @@
+"""Unit tests for icml25.theory.rfm_grokking (Mallinar et al., ICML 2025, arXiv 2407.20199)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.linalg import circulant
+
+from icml25.theory.rfm_grokking import (
+    OPERATIONS,
+    RFM,
+    GaussianMahalanobisKernel,
+    QuadraticMahalanobisKernel,
+    QuadraticMLP,
+    agop,
+    agop_alignment,
+    block_circulant_deviation,
+    circulant_deviation,
+    discrete_log_reorder,
+    enforce_circulant,
+    hankel_from_column,
+    inverse_discrete_log_reorder,
+    kernel_agop,
+    kernel_predictor_jacobian,
+    modular_dataset,
+    nfm_agop_correlation,
+    pearson_correlation,
+    primitive_root,
+    psd_matrix_power,
+    random_circulant_features,
+    train_mlp,
+)
+
+torch.set_num_threads(1)
+
+
+def _random_psd(rng: np.random.Generator, d: int) -> np.ndarray:
+    A = rng.normal(size=(d, d))
+    return A @ A.T / d + 0.1 * np.eye(d)
+
+
+# ---------------------------------------------------------------- data
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_dataset_sizes_labels_and_split(op: str) -> None:
+    p = 7
+    ds = modular_dataset(p, op, 0.5, seed=3)
+    N = p * (p - 1) if op == "div" else p * p
+    assert ds.n_train + ds.n_test == N
+    assert ds.n_train == int(np.floor(0.5 * N))
+    assert ds.X_train.shape == (ds.n_train, 2 * p) and ds.Y_train.shape == (ds.n_train, p)
+    assert ds.X_train.dtype == np.float64
+    # one-hot structure and decoding
+    for X, Y, pairs, labels in (
+        (ds.X_train, ds.Y_train, ds.pairs_train, ds.labels_train),
+        (ds.X_test, ds.Y_test, ds.pairs_test, ds.labels_test),
+    ):
+        np.testing.assert_array_equal(X[:, :p].argmax(1), pairs[:, 0])
+        np.testing.assert_array_equal(X[:, p:].argmax(1), pairs[:, 1])
+        np.testing.assert_array_equal(X.sum(1), 2.0)
+        np.testing.assert_array_equal(Y.argmax(1), labels)
+        a, b = pairs[:, 0], pairs[:, 1]
+        expected = {
+            "add": (a + b) % p,
+            "sub": (a - b) % p,
+            "mul": (a * b) % p,
+            "div": None,
+        }[op]
+        if op == "div":
+            assert np.all(b != 0)
+            np.testing.assert_array_equal((labels * b) % p, a)  # label = a / b
+        else:
+            np.testing.assert_array_equal(labels, expected)
+    # disjoint and complete
+    tr = {tuple(x) for x in ds.pairs_train}
+    te = {tuple(x) for x in ds.pairs_test}
+    assert not tr & te
+    assert len(tr | te) == N
+
+
+def test_dataset_deterministic_per_seed() -> None:
+    a = modular_dataset(11, "add", 0.3, seed=5)
+    b = modular_dataset(11, "add", 0.3, seed=5)
+    c = modular_dataset(11, "add", 0.3, seed=6)
+    np.testing.assert_array_equal(a.pairs_train, b.pairs_train)
+    assert not np.array_equal(a.pairs_train, c.pairs_train)
+    g = modular_dataset(11, "add", 0.3, seed=np.random.default_rng(5))
+    np.testing.assert_array_equal(a.pairs_train, g.pairs_train)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"p": 9, "op": "add", "train_frac": 0.5}, "p"),
+        ({"p": 1, "op": "add", "train_frac": 0.5}, "p"),
+        ({"p": 7.0, "op": "add", "train_frac": 0.5}, "p"),
+        ({"p": 7, "op": "pow", "train_frac": 0.5}, "op"),
+        ({"p": 7, "op": "add", "train_frac": 0.0}, "train_frac"),
+        ({"p": 7, "op": "add", "train_frac": 1.0}, "train_frac"),
+        ({"p": 7, "op": "add", "train_frac": 0.01}, "train_frac"),
+    ],
+)
+def test_dataset_bad_inputs(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        modular_dataset(**kwargs, seed=0)
+
+
+# ---------------------------------------------------------------- measures
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    p=st.integers(2, 15),
+    seed=st.integers(0, 2**31 - 1),
+    scale=st.floats(1e-3, 1e3),
+)
+def test_circulant_deviation_exact_structures(p: int, seed: int, scale: float) -> None:
+    col = np.random.default_rng(seed).normal(size=p)
+    C = circulant(col)
+    H = hankel_from_column(col)
+    assert circulant_deviation(C) == pytest.approx(0.0, abs=1e-12)
+    assert circulant_deviation(C, allow_hankel=False) == pytest.approx(0.0, abs=1e-12)
+    assert circulant_deviation(H) == pytest.approx(0.0, abs=1e-12)
+    assert circulant_deviation(scale * C) == pytest.approx(0.0, abs=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(p=st.integers(3, 15), seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 1e3))
+def test_circulant_deviation_random_positive_and_scale_invariant(p: int, seed: int, scale: float) -> None:
+    B = np.random.default_rng(seed).normal(size=(p, p))
+    D = circulant_deviation(B)
+    assert 0.0 < D <= 1.0
+    assert circulant_deviation(scale * B) == pytest.approx(D, rel=1e-9)
+    assert circulant_deviation(-B) == pytest.approx(D, rel=1e-9)
+    assert circulant_deviation(B, allow_hankel=False) >= D
+
+
+def test_circulant_deviation_hankel_needs_allow_hankel() -> None:
+    H = hankel_from_column(np.arange(7.0))
+    assert circulant_deviation(H, allow_hankel=False) > 0.1
+    assert circulant_deviation(H, allow_hankel=True) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_circulant_deviation_reference_loop() -> None:
+    # Direct transcription of the definition: shift row l by l places, sum column variances.
+    B = np.random.default_rng(0).normal(size=(5, 5))
+    p = 5
+    S = np.array([[B[ell, (j + ell) % p] for j in range(p)] for ell in range(p)])
+    ref = sum(float(np.sum((S[:, j] - S[:, j].mean()) ** 2)) for j in range(p)) / float(np.sum(B**2))
+    assert circulant_deviation(B, allow_hankel=False) == pytest.approx(ref, rel=1e-12)
+
+
+def test_circulant_deviation_bad_input_and_zero() -> None:
+    with pytest.raises(ValueError, match="block"):
+        circulant_deviation(np.zeros((3, 4)))
+    assert np.isnan(circulant_deviation(np.zeros((3, 3))))
+
+
+@pytest.mark.parametrize("p", [5, 7, 11, 13, 61])
+def test_primitive_root_is_smallest_generator(p: int) -> None:
+    g = primitive_root(p)
+    assert sorted(pow(g, i, p) for i in range(p - 1)) == list(range(1, p))
+    for h in range(2, g):
+        assert len({pow(h, i, p) for i in range(p - 1)}) < p - 1
+    assert primitive_root(7) == 3 and primitive_root(11) == 2
+
+
+def test_primitive_root_bad_input() -> None:
+    with pytest.raises(ValueError, match="p"):
+        primitive_root(12)
+
+
+@pytest.mark.parametrize("p", [5, 7, 13])
+def test_discrete_log_reorder_turns_multiplicative_circulant_into_circulant(p: int) -> None:
+    rng = np.random.default_rng(p)
+    f = rng.normal(size=p)
+    B = f[np.multiply.outer(np.arange(p), np.arange(p)) % p]  # B[a, b] = f(a·b mod p)
+    # B depends on a·b: Hankel in log order; a/b-structure (B[a, b] = f(a·b⁻¹)) is circulant.
+    inv = np.array([0] + [pow(int(b), p - 2, p) for b in range(1, p)])
+    Bdiv = f[(np.arange(p)[:, None] * inv[None, :]) % p]
+    assert circulant_deviation(Bdiv[1:, 1:], allow_hankel=False) > 1e-3
+    R = discrete_log_reorder(Bdiv, p)
+    assert R.shape == (p - 1, p - 1)
+    assert circulant_deviation(R, allow_hankel=False) == pytest.approx(0.0, abs=1e-12)
+    assert circulant_deviation(discrete_log_reorder(B, p)) == pytest.approx(0.0, abs=1e-12)
+    # inverse restores all entries off residue 0
+    back = inverse_discrete_log_reorder(R, p)
+    np.testing.assert_array_equal(back[1:, 1:], Bdiv[1:, 1:])
+    np.testing.assert_array_equal(back[0], 0.0)
+
+
+def test_discrete_log_reorder_bad_shape() -> None:
+    with pytest.raises(ValueError, match="matrix"):
+        discrete_log_reorder(np.zeros((4, 4)), 5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 1e3))
+def test_agop_alignment_properties(seed: int, scale: float) -> None:
+    rng = np.random.default_rng(seed)
+    A, B = _random_psd(rng, 6), _random_psd(rng, 6)
+    assert agop_alignment(A, A) == pytest.approx(1.0)
+    assert agop_alignment(scale * A, B) == pytest.approx(agop_alignment(A, B))
+    assert agop_alignment(A, -A) == pytest.approx(-1.0)
+    assert -1.0 <= agop_alignment(A, B) <= 1.0
+
+
+def test_agop_alignment_bad_shapes() -> None:
+    with pytest.raises(ValueError, match="M_t and M_star"):
+        agop_alignment(np.eye(3), np.eye(4))
+
+
+def test_pearson_correlation() -> None:
+    a = np.random.default_rng(0).normal(size=(4, 4))
+    assert pearson_correlation(a, 3 * a + 1) == pytest.approx(1.0)
+    assert pearson_correlation(a, -a) == pytest.approx(-1.0)
+
+
+# ---------------------------------------------------------------- AGOP vs autograd
+
+
+def _torch_predictor(kernel: object, Z: np.ndarray, alpha: np.ndarray, M: np.ndarray):
+    Zt, at, Mt = (torch.tensor(a, dtype=torch.float64) for a in (Z, alpha, M))
+
+    def f(x: torch.Tensor) -> torch.Tensor:  # x: (d,) -> (c,)
+        if isinstance(kernel, GaussianMahalanobisKernel):
+            diff = x[None, :] - Zt
+            k = torch.exp(-torch.einsum("jd,de,je->j", diff, Mt, diff) / (2 * kernel.bandwidth**2))
+        else:
+            k = kernel.scale * (Zt @ (Mt @ x)) ** 2
+        return k @ at
+
+    return f
+
+
+@pytest.mark.parametrize("kernel", [GaussianMahalanobisKernel(1.3), QuadraticMahalanobisKernel(3.0)])
+@pytest.mark.parametrize("center", [False, True])
+def test_kernel_agop_matches_autograd(kernel: object, center: bool) -> None:
+    rng = np.random.default_rng(0)
+    m, n, d, c = 9, 7, 5, 3
+    X, Z = rng.normal(size=(m, d)), rng.normal(size=(n, d))
+    alpha, M = rng.normal(size=(n, c)), _random_psd(rng, d)
+    f = _torch_predictor(kernel, Z, alpha, M)
+    J_auto = torch.func.vmap(torch.func.jacrev(f))(torch.tensor(X)).numpy()  # (m, c, d)
+    J = kernel_predictor_jacobian(kernel, X, Z, alpha, M)
+    np.testing.assert_allclose(J, J_auto, rtol=1e-10, atol=1e-12)
+    G_ref = agop(J_auto, center=center)
+    G = kernel_agop(kernel, X, Z, alpha, M, center=center)
+    np.testing.assert_allclose(G, G_ref, rtol=1e-9, atol=1e-12)
+    # naive per-sample loop agrees with the vectorised agop()
+    Jc = J_auto - J_auto.mean(0) if center else J_auto
+    naive = sum(Jc[i].T @ Jc[i] for i in range(m)) / m
+    np.testing.assert_allclose(G_ref, naive, rtol=1e-12)
+
+
+def test_kernel_agop_on_training_points_with_precomputed_K() -> None:
+    ds = modular_dataset(5, "add", 0.6, seed=0)
+    kernel = GaussianMahalanobisKernel(2.5)
+    rng = np.random.default_rng(1)
+    M = _random_psd(rng, 10)
+    K = kernel.matrix(ds.X_train, ds.X_train, M)
+    alpha = np.linalg.solve(K, ds.Y_train)
+    J = kernel_predictor_jacobian(kernel, ds.X_train, ds.X_train, alpha, M)
+    np.testing.assert_allclose(
+        kernel_agop(kernel, ds.X_train, ds.X_train, alpha, M, center=True, K=K),
+        agop(J, center=True),
+        rtol=1e-9,
+        atol=1e-13,
+    )
+
+
+def test_gaussian_jacobian_finite_differences() -> None:
+    rng = np.random.default_rng(2)
+    X, Z = rng.normal(size=(3, 4)), rng.normal(size=(6, 4))
+    alpha, M = rng.normal(size=(6, 2)), _random_psd(rng, 4)
+    kernel = GaussianMahalanobisKernel(2.5)
+    J = kernel_predictor_jacobian(kernel, X, Z, alpha, M)
+    eps = 1e-6
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = eps
+        fd = (kernel.matrix(X + e, Z, M) - kernel.matrix(X - e, Z, M)) @ alpha / (2 * eps)
+        np.testing.assert_allclose(J[:, :, k], fd, rtol=1e-6, atol=1e-9)
+
+
+def test_psd_matrix_power_clips_negative_eigenvalues() -> None:
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    G = Q @ np.diag([4.0, 1.0, 0.25, 0.0, -1e-3]) @ Q.T
+    R = psd_matrix_power(G, 0.5)
+    np.testing.assert_allclose(R, R.T)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(R)), [0, 0, 0.5, 1.0, 2.0], atol=1e-7)
+
+
+def test_kernels_reject_bad_hyperparameters() -> None:
+    with pytest.raises(ValueError, match="bandwidth"):
+        GaussianMahalanobisKernel(0.0)
+    with pytest.raises(ValueError, match="scale"):
+        QuadraticMahalanobisKernel(-1.0)
+
+
+# ---------------------------------------------------------------- RFM
+
+
+@pytest.mark.parametrize("kernel", [GaussianMahalanobisKernel(2.5), QuadraticMahalanobisKernel()])
+def test_rfm_interpolates_and_keeps_M_symmetric_psd(kernel: object) -> None:
+    ds = modular_dataset(11, "add", 0.5, seed=0)
+    seen: list[np.ndarray] = []
+    rfm = RFM(kernel, iters=4, op="add").fit(
+        ds.X_train,
+        ds.Y_train,
+        eval_sets={"test": (ds.X_test, ds.Y_test)},
+        callback=lambda rec, M: seen.append(M),
+    )
+    assert len(rfm.history_) == 4 and len(seen) == 4
+    for rec, M in zip(rfm.history_, rfm.Ms_, strict=True):
+        assert rec.train_mse < 1e-8
+        assert rec.train_acc == 1.0
+        np.testing.assert_allclose(M, M.T, atol=1e-12)
+        assert np.linalg.eigvalsh(M).min() > -1e-10
+        assert rec.trace_M == pytest.approx(np.trace(M))
+        assert 0.0 <= rec.test_acc <= 1.0
+    assert np.isnan(rfm.history_[0].circulant_deviation)  # M_0 = I has a zero off-diagonal block
+    assert np.isfinite(rfm.history_[1].circulant_deviation)
+    assert rfm.history_[-1].agop_alignment == pytest.approx(1.0)
+    np.testing.assert_allclose(rfm.predict(ds.X_train), ds.Y_train, atol=1e-5)
+    np.testing.assert_allclose(rfm.M_, rfm.Ms_[-1])
+
+
+def test_rfm_first_update_is_sqrt_of_centered_agop() -> None:
+    ds = modular_dataset(7, "mul", 0.5, seed=1)
+    kernel = GaussianMahalanobisKernel(2.5)
+    rfm = RFM(kernel, iters=2, center_grads=True).fit(ds.X_train, ds.Y_train)
+    K = kernel.matrix(ds.X_train, ds.X_train, np.eye(14))
+    alpha = np.linalg.solve(K, ds.Y_train)
+    J = kernel_predictor_jacobian(kernel, ds.X_train, ds.X_train, alpha, np.eye(14))
+    G = agop(J, center=True)
+    expected = psd_matrix_power(G, 0.5)
+    # M_1^2 = G exactly; M_1 itself is sensitive to round-off in G's near-zero eigenvalues
+    np.testing.assert_allclose(rfm.Ms_[1] @ rfm.Ms_[1], G, rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(rfm.Ms_[1], expected, atol=1e-6)
+    uncentered = RFM(kernel, iters=2, center_grads=False).fit(ds.X_train, ds.Y_train)
+    assert not np.allclose(uncentered.Ms_[1], expected, atol=1e-6)
+
+
+def test_rfm_deterministic() -> None:
+    ds = modular_dataset(7, "sub", 0.5, seed=2)
+    a = RFM(iters=3).fit(ds.X_train, ds.Y_train)
+    b = RFM(iters=3).fit(ds.X_train, ds.Y_train)
+    np.testing.assert_array_equal(a.M_, b.M_)
+    np.testing.assert_array_equal(a.alpha_, b.alpha_)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"iters": 0}, "iters"),
+        ({"iters": 2.5}, "iters"),
+        ({"ridge": -1.0}, "ridge"),
+        ({"agop_power": 0.0}, "agop_power"),
+        ({"op": "pow"}, "op"),
+        ({"M0": np.eye(3)}, "M0"),
+        ({"kernel": "gaussian"}, "kernel"),
+    ],
+)
+def test_rfm_bad_hyperparameters(kwargs: dict, name: str) -> None:
+    ds = modular_dataset(5, "add", 0.5, seed=0)
+    with pytest.raises(ValueError, match=name):
+        RFM(**kwargs).fit(ds.X_train, ds.Y_train)
+
+
+def test_rfm_bad_data() -> None:
+    ds = modular_dataset(5, "add", 0.5, seed=0)
+    with pytest.raises(ValueError, match="same number of rows"):
+        RFM(iters=1).fit(ds.X_train, ds.Y_train[:-1])
+    with pytest.raises(ValueError, match="X contains NaN"):
+        RFM(iters=1).fit(np.full_like(ds.X_train, np.nan), ds.Y_train)
+    with pytest.raises(ValueError, match="eval_sets"):
+        RFM(iters=1).fit(ds.X_train, ds.Y_train, eval_sets={"test": (ds.X_test[:, :3], ds.Y_test)})
+    with pytest.raises(RuntimeError, match="not fitted"):
+        RFM().predict(ds.X_test)
+
+
+def test_ridge_changes_solution() -> None:
+    ds = modular_dataset(7, "add", 0.5, seed=0)
+    a = RFM(iters=1).fit(ds.X_train, ds.Y_train)
+    b = RFM(iters=1, ridge=1e-1).fit(ds.X_train, ds.Y_train)
+    assert a.history_[0].train_mse < 1e-10 < b.history_[0].train_mse
+
+
+# ---------------------------------------------------------------- circulant features
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_random_circulant_features_structure(op: str) -> None:
+    p = 7
+    M = random_circulant_features(p, op, seed=0, power=1.0)  # power 1: M* itself (PSD part)
+    assert M.shape == (2 * p, 2 * p)
+    np.testing.assert_allclose(M, M.T, atol=1e-12)
+    assert np.linalg.eigvalsh(M).min() > -1e-10
+    # a function of a block-circulant matrix stays block-circulant (Hankel for sub/div)
+    assert block_circulant_deviation(M, op) < 1e-10
+    M_half = random_circulant_features(p, op, seed=0)
+    assert block_circulant_deviation(M_half, op) < 1e-10
+    assert not np.allclose(M_half, random_circulant_features(p, op, seed=1))
+    np.testing.assert_array_equal(M_half, random_circulant_features(p, op, seed=0))
+    # circulant (add, mul) versus Hankel (sub, div) blocks
+    strict = block_circulant_deviation(M_half, op, allow_hankel=False)
+    assert (strict < 1e-10) == (op in ("add", "mul"))
+    # centred column: C 1 = 0 and A 1 = 0, so M* (and M) annihilate 1 ⊕ ±1
+    for sign in (1.0, -1.0):
+        v = np.concatenate([np.ones(p), sign * np.ones(p)])
+        np.testing.assert_allclose(M_half @ v, 0.0, atol=1e-6)  # sqrt of round-off
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_enforce_circulant_projection(op: str) -> None:
+    p = 7
+    M = _random_psd(np.random.default_rng(0), 2 * p)
+    assert block_circulant_deviation(M, op) > 0.05
+    P = enforce_circulant(M, op)
+    assert block_circulant_deviation(P, op) < 1e-12
+    np.testing.assert_allclose(P[:p, :p], np.eye(p) - 1.0 / p)
+    np.testing.assert_allclose(P[:p, p:], P[p:, :p].T)
+
+
+@pytest.mark.parametrize("op", OPERATIONS)
+def test_random_circulant_kernel_beats_identity(op: str) -> None:
+    ds = modular_dataset(31, op, 0.5, seed=0)
+    ev = {"test": (ds.X_test, ds.Y_test)}
+    fixed = RFM(iters=1).fit(ds.X_train, ds.Y_train, eval_sets=ev).history_[0].test_acc
+    M = random_circulant_features(31, op, seed=0)
+    circ = RFM(iters=1, M0=M).fit(ds.X_train, ds.Y_train, eval_sets=ev).history_[0].test_acc
+    assert fixed < 0.1
+    assert circ > 0.5
+
+
+def test_rfm_grokking_smoke() -> None:
+    # Tiny end-to-end run: test accuracy is at chance for the first iterations and ends far above
+    # the fixed-kernel baseline (iteration 0); circulant deviation falls. About 1 s.
+    ds = modular_dataset(31, "add", 0.5, seed=0)
+    rfm = RFM(GaussianMahalanobisKernel(2.5), iters=20, op="add").fit(
+        ds.X_train, ds.Y_train, eval_sets={"test": (ds.X_test, ds.Y_test)}
+    )
+    acc = [r.test_acc for r in rfm.history_]
+    dev = [r.circulant_deviation for r in rfm.history_]
+    assert max(r.train_mse for r in rfm.history_) < 1e-8
+    assert max(acc[:5]) <= 0.05
+    assert acc[-1] > acc[0] + 0.3
+    assert dev[-1] < 0.5 * dev[1]
+
+
+# ---------------------------------------------------------------- network
+
+
+def test_quadratic_mlp_closed_form_agop_matches_autograd() -> None:
+    g = torch.Generator().manual_seed(0)
+    net = QuadraticMLP(10, 16, 5, generator=g, dtype=torch.float64)
+    X = torch.randn(12, 10, generator=g, dtype=torch.float64)
+    J = torch.func.vmap(torch.func.jacrev(net))(X).detach().numpy()  # (n, c, d)
+    for center in (False, True):
+        np.testing.assert_allclose(net.agop(X, center=center), agop(J, center=center), rtol=1e-10, atol=1e-12)
+    W1 = net.W1.detach().numpy()
+    np.testing.assert_allclose(net.nfm(), W1.T @ W1)
+    assert -1.0 <= nfm_agop_correlation(net, X) <= 1.0
+
+
+def test_quadratic_mlp_init_is_seeded_and_leaves_global_rng() -> None:
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    a = QuadraticMLP(6, 8, 3, generator=torch.Generator().manual_seed(4))
+    b = QuadraticMLP(6, 8, 3, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.equal(a.W1, b.W1) and torch.equal(a.W2, b.W2)
+    assert float(a.W1.detach().abs().max()) <= 1 / np.sqrt(6)
+    with pytest.raises(ValueError, match="width"):
+        QuadraticMLP(6, 0, 3)
+
+
+def test_train_mlp_runs_deterministically_and_records() -> None:
+    ds = modular_dataset(7, "add", 0.5, seed=0)
+
+    def run() -> object:
+        net = QuadraticMLP(14, 32, 7, generator=torch.Generator().manual_seed(0))
+        return train_mlp(net, ds, epochs=6, batch_size=8, measure_every=3, seed=1)
+
+    r1, r2 = run(), run()
+    assert len(r1.history) == 6
+    assert [h.test_acc for h in r1.history] == [h.test_acc for h in r2.history]
+    assert set(r1.agops) == {3, 6}
+    assert np.isnan(r1.history[0].nfm_agop_corr) and np.isfinite(r1.history[2].nfm_agop_corr)
+    assert r1.final.agop_alignment == pytest.approx(1.0)
+    assert r1.history[-1].train_loss < r1.history[0].train_loss
+    with pytest.raises(ValueError, match="epochs"):
+        train_mlp(QuadraticMLP(14, 4, 7), ds, epochs=0)
+    with pytest.raises(ValueError, match="X_train"):
+        train_mlp(QuadraticMLP(10, 4, 7), ds, epochs=1)
+
+
+# ---------------------------------------------------------------- claim check
+
+
+def test_check_small_criteria_are_all_measured_at_toy_size() -> None:
+    """Every small-scale criterion names a metric the check really reports (run at toy size)."""
+    from icml25.theory.rfm_grokking.check import CHECK
+
+    result = CHECK.run(
+        "small",
+        seeds=[0, 1],
+        overrides={"p": 11, "iters": 8, "net_width": 16, "net_epochs": 4, "net_measure_every": 2},
+    )
+    assert len(result.criteria) == 16
+    unmeasured = [c.name for c in result.criteria if c.passed is None]
+    assert not unmeasured, unmeasured
+    assert {f.file for f in result.figures} == {"grokking_curves.png", "feature_block.png", "network.png"}
+
+
+def test_check_config_validation() -> None:
+    from icml25.core.config import ConfigError
+    from icml25.theory.rfm_grokking.check import CHECK
+
+    with pytest.raises(ConfigError, match="ops"):
+        CHECK.config("small", {"ops": ("pow",)})
+    with pytest.raises(ConfigError, match="iters"):
+        CHECK.config("small", {"iters": 3})
