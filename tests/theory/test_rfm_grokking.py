@@ -527,3 +527,14 @@ def test_check_config_validation() -> None:
         CHECK.config("small", {"ops": ("pow",)})
     with pytest.raises(ConfigError, match="iters"):
         CHECK.config("small", {"iters": 3})
+
+
+def test_full_preset_runs_a_few_steps_on_cpu() -> None:
+    """The paper's configuration (p = 61, four operations, width-1024 network) runs here, shortened."""
+    from icml25.theory.rfm_grokking.check import CHECK
+
+    config = CHECK.config("full")
+    assert config.p == 61 and set(config.ops) == {"add", "sub", "mul", "div"} and config.net_width == 1024
+    result = CHECK.run("full", seeds=[0], overrides={"iters": 7, "net_epochs": 1, "net_measure_every": 1})
+    assert set(result.metrics["rfm"]) >= {f"{op}/final_test_acc" for op in config.ops}
+    assert result.metrics["quadratic_net"]["div/nfm_agop_corr"].mean > -1.0
