@@ -73,7 +73,8 @@ def test_show_and_list_see_the_stored_result(tiny_run, capsys) -> None:
     rows = {r["slug"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows[SLUG]["last_verdict"] is not None
     assert main(["show", SLUG, "--results", str(out)]) == 0
-    assert "last result: " in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "last result: none" not in shown and "at scale tiny" in shown
 
 
 def test_report_from_results(tiny_run, tmp_path, capsys) -> None:
@@ -95,9 +96,16 @@ def test_report_survives_corrupt_result(tiny_run, tmp_path, capsys) -> None:
     bad = results / "broken_paper" / "small" / "20990101T000000000000Z-000000"
     bad.mkdir(parents=True)
     (bad / "result.json").write_text("{truncated")
+    good = next((out / SLUG / "tiny").iterdir())
+    wrong = json.loads((good / "result.json").read_text())
+    wrong["slug"], wrong["claim"] = "typed_wrong", {}  # valid JSON, wrong content
+    typed = results / "typed_wrong" / "tiny" / "20990101T000000000000Z-000001"
+    typed.mkdir(parents=True)
+    (typed / "result.json").write_text(json.dumps(wrong))
     assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
     captured = capsys.readouterr()
-    assert "unreadable" in captured.out and "warning" in captured.err
+    assert "2 unreadable" in captured.out and "warning" in captured.err
+    assert SLUG in (tmp_path / "rep" / "REPORT.md").read_text()
     assert main(["list", "--json", "--results", str(results)]) == 0
 
 
@@ -120,10 +128,35 @@ def test_bad_input_exits_2_with_one_line(args: list[str], message: str, capsys) 
     assert message in err and "\n" not in err and "Traceback" not in err
 
 
-def test_bad_scale_is_a_usage_error(capsys) -> None:
+@pytest.mark.parametrize(
+    "args", [["check", SLUG, "--scale", "huge"], ["check", SLUG, "--seeds", "abc"], ["frob"]]
+)
+def test_usage_errors_are_one_line(args: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["check", SLUG, "--scale", "huge"])
+        main(args)
     assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("icml25") and "error:" in err and "\n" not in err
+
+
+def test_debug_flag_after_the_subcommand_shows_traceback() -> None:
+    from icml25.catalog import UnknownSlugError
+
+    with pytest.raises(UnknownSlugError):
+        main(["show", "nope_nope", "--debug"])
+
+
+def test_report_without_results_directory(tmp_path, capsys) -> None:
+    assert main(["report", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "rep")]) == 2
+    assert "no results directory" in capsys.readouterr().err
+
+
+def test_report_keeps_foreign_files(tiny_run, tmp_path, capsys) -> None:
+    _, out = tiny_run
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "mine.png").write_bytes(b"x")
+    assert main(["report", "--results", str(out), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "figures" / "mine.png").read_bytes() == b"x"
 
 
 def test_unwritable_output_directory(tmp_path, capsys) -> None:

@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from icml25.catalog import PAPERS, Paper, UnknownSlugError, get_paper
 
@@ -39,6 +39,13 @@ REPORT_EPILOG = """examples:
 
 class CliError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit code 2), as every other error here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _store(path: str | None) -> Any:
@@ -243,7 +250,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not args.json:
             _print_result(result)
     if args.json:
-        json.dump([_result_row(r) for r in results], sys.stdout, indent=2)
+        json.dump([_result_row(r) for r in results], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     elif len(results) > 1:
         for r in results:
@@ -257,7 +264,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from icml25.report import write_report
 
-    out = write_report(_store(args.results), Path(args.out))
+    store = _store(args.results)
+    if not store.root.is_dir():
+        raise CliError(
+            f"no results directory at {str(store.root)!r} (run `icml25 check` first, or pass --results)"
+        )
+    out = write_report(store, Path(args.out))
     print(f"wrote {out.markdown} and {out.html} ({out.n_results} results", end="")
     print(f", {len(out.problems)} unreadable skipped)" if out.problems else ")")
     for problem in out.problems:
@@ -269,29 +281,46 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="icml25", description="Reference implementations and claim checks for 38 ICML 2025 papers."
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors"
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser = _Parser(
+        prog="icml25",
+        description="Reference implementations and claim checks for 38 ICML 2025 papers.",
+        parents=[common],
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser(
-        "list", help="every paper with status and last verdict", epilog=LIST_EPILOG, formatter_class=fmt
+        "list",
+        parents=[common],
+        help="every paper with status and last verdict",
+        epilog=LIST_EPILOG,
+        formatter_class=fmt,
     )
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(
-        "show", help="one paper's claim, criteria and last result", epilog=SHOW_EPILOG, formatter_class=fmt
+        "show",
+        parents=[common],
+        help="one paper's claim, criteria and last result",
+        epilog=SHOW_EPILOG,
+        formatter_class=fmt,
     )
     p.add_argument("slug")
     p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
-        "check", help="run claim checks and store their results", epilog=CHECK_EPILOG, formatter_class=fmt
+        "check",
+        parents=[common],
+        help="run claim checks and store their results",
+        epilog=CHECK_EPILOG,
+        formatter_class=fmt,
     )
     p.add_argument("slugs", nargs="*", metavar="SLUG")
     p.add_argument("--all", action="store_true", help="every implemented paper")
@@ -305,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "report",
+        parents=[common],
         help="write REPORT.md and index.html from stored results",
         epilog=REPORT_EPILOG,
         formatter_class=fmt,
@@ -321,10 +351,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from icml25.core.config import ConfigError
     from icml25.core.results import ResultsError
 
+    debug = getattr(args, "debug", False)
     try:
         return int(args.func(args))
     except (CliError, UnknownSlugError, ConfigError, ResultsError, NotImplementedError) as err:
-        if args.debug:
+        if debug:
             raise
         print(f"icml25: error: {err}", file=sys.stderr)
         return EXIT_ERROR
@@ -332,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("icml25: interrupted", file=sys.stderr)
         return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - one line, no traceback, unless --debug
-        if args.debug:
+        if debug:
             raise
         print(
             f"icml25: error: {type(err).__name__}: {err} (rerun with --debug for the traceback)",

@@ -121,6 +121,25 @@ def _headline_row(stored: StoredResult, title: str) -> list[str]:
     ]
 
 
+def _safe_headline_row(stored: StoredResult, title: str) -> list[str]:
+    try:
+        return _headline_row(stored, title)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        r = stored.result
+        return [
+            r.slug,
+            title,
+            f"unreadable claim ({err!r})",
+            "-",
+            "-",
+            "-",
+            "-",
+            f"**{r.verdict}**",
+            r.scale,
+            f"{r.wall_time_s:.0f} s",
+        ]
+
+
 def _pick(stored: Sequence[StoredResult]) -> dict[str, list[StoredResult]]:
     """slug -> its results, largest scale first."""
     by_slug: dict[str, list[StoredResult]] = {}
@@ -130,6 +149,72 @@ def _pick(stored: Sequence[StoredResult]) -> dict[str, list[StoredResult]]:
     for runs in by_slug.values():
         runs.sort(key=lambda s: order.get(s.result.scale, 99))
     return by_slug
+
+
+def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[str, str]) -> None:
+    main = runs[0]
+    r = main.result
+    claim = r.claim
+    paper = next((p for p in PAPERS if p.slug == slug), None)
+    doc.add(Heading(f"{slug}: {titles.get(slug, slug)}", 2, slug))
+    if paper is not None and paper.url:
+        doc.add(
+            Para(f"Paper: {paper.url}" + (f" · code: {paper.code_url}" if paper.code_url else ""), "small")
+        )
+    doc.add(Para(f"Claim ({claim['source']}): {claim['statement']}", "quote"))
+    if claim.get("setup_notes"):
+        doc.add(Para(f"Our setup: {claim['setup_notes']}"))
+    doc.add(
+        Para(
+            f"Verdict at scale {r.scale}: {r.verdict} ({r.verdict.reason}). Seeds {list(r.seeds)}, "
+            f"wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
+            f"{r.environment.get('git_commit') or 'unknown'}."
+        ),
+        Table(
+            ["criterion", "condition", "value", "threshold", "result", "meaning"],
+            [
+                [
+                    c.name,
+                    c.formula,
+                    _fmt(c.value),
+                    _fmt(c.threshold),
+                    _MARK[c.passed],
+                    c.description or c.reason,
+                ]
+                for c in r.criteria
+            ],
+        ),
+    )
+    arms = [claim["ours"], *claim["baselines"]]
+    names = sorted({m for a in arms for m in r.metrics.get(a, {})})
+    doc.add(
+        Table(
+            ["metric"] + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
+            [[n] + [_mean_sd(r, a, n) for a in arms] for n in names],
+        )
+    )
+    for fig in r.figures:
+        src = main.run_dir / fig.file
+        if src.is_file():
+            doc.add(Figure(src, f"{slug}_{r.scale}_{fig.file}", fig.caption))
+    for note in r.notes:
+        doc.add(Para(f"Note: {note}", "small"))
+    if r.scale != "full":
+        doc.add(
+            Para(
+                f"Caveat: scale {r.scale} is a reduced version of the paper's experiment; "
+                "see the setup above for what it cannot show.",
+                "small",
+            )
+        )
+    for other in runs[1:]:
+        o = other.result
+        doc.add(
+            Para(
+                f"Also stored: scale {o.scale}, verdict {o.verdict}, {o.wall_time_s:.1f} s, run {o.run_id}.",
+                "small",
+            )
+        )
 
 
 def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -> list[Any]:
@@ -160,7 +245,7 @@ def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -
                 "scale",
                 "runtime",
             ],
-            [_headline_row(runs[0], titles.get(slug, slug)) for slug, runs in sorted(by_slug.items())],
+            [_safe_headline_row(runs[0], titles.get(slug, slug)) for slug, runs in sorted(by_slug.items())],
         ),
     )
     status_rows = []
@@ -174,72 +259,17 @@ def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -
     )
 
     for slug, runs in sorted(by_slug.items()):
-        main = runs[0]
-        r = main.result
-        claim = r.claim
-        paper = next((p for p in PAPERS if p.slug == slug), None)
-        doc.add(Heading(f"{slug}: {titles.get(slug, slug)}", 2, slug))
-        if paper is not None and paper.url:
-            doc.add(
-                Para(
-                    f"Paper: {paper.url}" + (f" · code: {paper.code_url}" if paper.code_url else ""), "small"
-                )
-            )
-        doc.add(Para(f"Claim ({claim['source']}): {claim['statement']}", "quote"))
-        if claim.get("setup_notes"):
-            doc.add(Para(f"Our setup: {claim['setup_notes']}"))
-        doc.add(
-            Para(
-                f"Verdict at scale {r.scale}: {r.verdict} ({r.verdict.reason}). Seeds {list(r.seeds)}, "
-                f"wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
-                f"{r.environment.get('git_commit') or 'unknown'}."
-            ),
-            Table(
-                ["criterion", "condition", "value", "threshold", "result", "meaning"],
+        section = _Doc()
+        try:
+            _paper_section(section, slug, runs, titles)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OSError) as err:
+            section = _Doc(
                 [
-                    [
-                        c.name,
-                        c.formula,
-                        _fmt(c.value),
-                        _fmt(c.threshold),
-                        _MARK[c.passed],
-                        c.description or c.reason,
-                    ]
-                    for c in r.criteria
-                ],
-            ),
-        )
-        arms = [claim["ours"], *claim["baselines"]]
-        names = sorted({m for a in arms for m in r.metrics.get(a, {})})
-        doc.add(
-            Table(
-                ["metric"] + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
-                [[n] + [_mean_sd(r, a, n) for a in arms] for n in names],
+                    Heading(f"{slug}: {titles.get(slug, slug)}", 2, slug),
+                    Para(f"This result could not be rendered: {err!r}", "small"),
+                ]
             )
-        )
-        for fig in r.figures:
-            src = main.run_dir / fig.file
-            if src.is_file():
-                doc.add(Figure(src, f"{slug}_{r.scale}_{fig.file}", fig.caption))
-        for note in r.notes:
-            doc.add(Para(f"Note: {note}", "small"))
-        if r.scale != "full":
-            doc.add(
-                Para(
-                    f"Caveat: scale {r.scale} is a reduced version of the paper's experiment; "
-                    "see the setup above for what it cannot show.",
-                    "small",
-                )
-            )
-        for other in runs[1:]:
-            o = other.result
-            doc.add(
-                Para(
-                    f"Also stored: scale {o.scale}, verdict {o.verdict}, {o.wall_time_s:.1f} s, "
-                    f"run {o.run_id}.",
-                    "small",
-                )
-            )
+        doc.add(*section.blocks)
 
     env = environment()
     versions = ", ".join(f"{k} {v}" for k, v in sorted(env["versions"].items()))
@@ -352,9 +382,11 @@ def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         fig_dir = out_dir / "figures"
-        if fig_dir.exists():
-            shutil.rmtree(fig_dir)
-        fig_dir.mkdir()
+        fig_dir.mkdir(exist_ok=True)
+        slugs = {p.slug for p in PAPERS} | {s.result.slug for s in stored}
+        for old in fig_dir.glob("*.png"):  # remove only figures an earlier report wrote
+            if any(old.name.startswith(f"{slug}_") for slug in slugs):
+                old.unlink()
         for b in blocks:
             if isinstance(b, Figure):
                 shutil.copyfile(b.source, fig_dir / b.name)

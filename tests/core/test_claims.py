@@ -106,7 +106,7 @@ class TestClaim:
         claim = Claim("s", "Fig 1", ours="a", baselines=(), criteria=(tiny, small))
         assert [c.name for c in claim.criteria_at("tiny")] == ["t"]
         assert [c.name for c in claim.criteria_at("small")] == ["s"]
-        assert claim.headline_criterion().name == "t"
+        assert claim.headline_criterion().name == "s"  # the default headline is judged at small
 
 
 class TestVerdict:
@@ -137,6 +137,18 @@ class TestVerdict:
     def test_missing_resource_wins(self) -> None:
         v = compute_verdict([_result(True)], n_seeds=3, missing_resource="gpu")
         assert str(v) == "needs gpu" and not v.reproduced
+
+    def test_tiny_never_judges_the_claim(self) -> None:
+        ok = compute_verdict([_result(True)], n_seeds=3, scale="tiny")
+        bad = compute_verdict([_result(False, "smoke")], n_seeds=3, scale="tiny")
+        assert ok.kind is VerdictKind.INCONCLUSIVE and "smoke criteria hold" in ok.reason
+        assert bad.kind is VerdictKind.INCONCLUSIVE and "not met: smoke" in bad.reason
+        with pytest.raises(ValueError, match="scale"):
+            compute_verdict([_result(True)], n_seeds=1, scale="medium")
+
+    def test_needs_without_resource_is_rejected(self) -> None:
+        with pytest.raises(ValueError, match="resource"):
+            Verdict.parse("needs ")
 
     @pytest.mark.parametrize("text", ["reproduced", "not reproduced", "inconclusive", "needs llm endpoint"])
     def test_parse_round_trip(self, text: str) -> None:
@@ -192,3 +204,65 @@ def test_check_result_json_round_trip() -> None:
 def test_check_result_from_malformed_json_raises_value_error() -> None:
     with pytest.raises(ValueError, match="malformed"):
         CheckResult.from_json({"slug": "x"})
+
+
+def _stored_result() -> CheckResult:
+    crit = Criterion("c", arm="a", metric="m", op=">", threshold=0.5)
+    claim = Claim("s", "Fig 1", ours="a", baselines=("b",), criteria=(crit,))
+    metrics = _metrics(a={"m": [0.6, float("nan")]}, b={"m": [0.1]})
+    results = (evaluate_criterion(crit, metrics),)
+    return CheckResult(
+        slug="x",
+        scale="small",
+        seeds=(0, 1),
+        claim=claim_to_json(claim),
+        metrics=metrics,
+        criteria=results,
+        verdict=compute_verdict(results, n_seeds=2),
+        config={},
+        wall_time_s=1.0,
+        environment={},
+        started_at="now",
+        run_id="r",
+    )
+
+
+def test_nan_is_stored_as_null_in_strict_json() -> None:
+    import json
+
+    data = _stored_result().to_json()
+    text = json.dumps(data, allow_nan=False)  # raises on NaN
+    back = CheckResult.from_json(json.loads(text))
+    assert math.isnan(back.metrics["a"]["m"].mean) and back.metrics["a"]["m"].values[0] == 0.6
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("claim",), {}),
+        (("claim", "baselines"), 5),
+        (("criteria", 0, "value"), "abc"),
+        (("criteria", 0, "passed"), "yes"),
+        (("metrics", "a", "m", "mean"), "1.0"),
+        (("figures",), [{"file": "/etc/passwd", "caption": "x"}]),
+        (("figures",), [{"file": "../up.png", "caption": "x"}]),
+        (("seeds",), "01"),
+    ],
+)
+def test_from_json_rejects_wrong_types(path: tuple, value: object) -> None:
+    import copy
+
+    data = copy.deepcopy(_stored_result().to_json())
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(ValueError, match="malformed"):
+        CheckResult.from_json(data)
+
+
+@pytest.mark.parametrize("name", ["fig.png", "a-b_c.png"])
+def test_figure_ref_accepts_plain_png_names(name: str) -> None:
+    from icml25.core.claims import FigureRef
+
+    assert FigureRef(name, "c").file == name

@@ -39,6 +39,7 @@ def test_apply_coerces_losslessly() -> None:
     cfg = apply_overrides(Cfg(), {"lr": 1, "ops": "mul", "width": 8})
     assert cfg.lr == 1.0 and isinstance(cfg.lr, float) and cfg.ops == ("mul",) and cfg.width == 8
     assert apply_overrides(Cfg(), {"width": None}).width is None
+    assert apply_overrides(Cfg(), parse_overrides(["ops=add,mul"])).ops == ("add", "mul")
 
 
 @pytest.mark.parametrize(

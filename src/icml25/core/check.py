@@ -224,9 +224,19 @@ class ClaimCheck(Generic[C]):
             self.make_figures(config, outcomes, ctx)
 
         metrics = summarize_metrics([o.metrics for o in outcomes])
+        for arm in self.claim.arms:  # every declared arm appears, even one that measured nothing
+            metrics.setdefault(arm, {})
+        counts = {f"{a}.{m}": len(s.values) for a, ms in metrics.items() for m, s in ms.items()}
+        partial = sorted(k for k, n in counts.items() if n != len(outcomes))
+        if partial:
+            notes.append("measured on fewer seeds than were run: " + ", ".join(partial))
         criteria = tuple(evaluate_criterion(c, metrics) for c in self.claim.criteria_at(scale))
         verdict = compute_verdict(
-            criteria, n_seeds=len(outcomes), min_seeds=self.claim.min_seeds, missing_resource=missing
+            criteria,
+            n_seeds=len(outcomes),
+            min_seeds=self.claim.min_seeds,
+            missing_resource=missing,
+            scale=scale,
         )
         return CheckResult(
             slug=self.slug,

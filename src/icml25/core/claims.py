@@ -187,8 +187,9 @@ class Claim:
         return tuple(c for c in self.criteria if c.applies_at(scale))
 
     def headline_criterion(self) -> Criterion:
+        """The named headline, else the first criterion judged at small scale."""
         if self.headline is None:
-            return self.criteria[0]
+            return next((c for c in self.criteria if c.applies_at("small")), self.criteria[0])
         return next(c for c in self.criteria if c.name == self.headline)
 
 
@@ -323,7 +324,10 @@ class Verdict:
     @classmethod
     def parse(cls, text: str, reason: str = "") -> Verdict:
         if text.startswith("needs "):
-            return cls(VerdictKind.NEEDS, text.removeprefix("needs ").strip(), reason)
+            resource = text.removeprefix("needs ").strip()
+            if not resource:
+                raise ValueError("a 'needs' verdict must name its resource")
+            return cls(VerdictKind.NEEDS, resource, reason)
         return cls(VerdictKind(text), None, reason)
 
 
@@ -333,22 +337,33 @@ def compute_verdict(
     n_seeds: int,
     min_seeds: int = 1,
     missing_resource: str | None = None,
+    scale: str = "small",
 ) -> Verdict:
     """The one function that decides a verdict.
 
     Order of precedence:
         1. a missing resource             -> ``needs <resource>``
         2. no applicable criterion        -> ``inconclusive``
-        3. any criterion failed           -> ``not reproduced`` (a measured failure is decisive,
+        3. scale ``tiny``                 -> ``inconclusive`` (a smoke run never judges the claim;
+                                             the reason says whether its smoke criteria held)
+        4. any criterion failed           -> ``not reproduced`` (a measured failure is decisive,
                                              even with few seeds)
-        4. any criterion not evaluable    -> ``inconclusive``
-        5. fewer seeds than ``min_seeds`` -> ``inconclusive``
-        6. otherwise                      -> ``reproduced``
+        5. any criterion not evaluable    -> ``inconclusive``
+        6. fewer seeds than ``min_seeds`` -> ``inconclusive``
+        7. otherwise                      -> ``reproduced``
     """
+    if scale not in SCALES:
+        raise ValueError(f"compute_verdict: scale must be one of {SCALES}, got {scale!r}")
     if missing_resource:
         return Verdict(VerdictKind.NEEDS, missing_resource, f"this check needs {missing_resource}")
     if not results:
         return Verdict(VerdictKind.INCONCLUSIVE, reason="no criterion applies at this scale")
+    if scale == "tiny":
+        bad = [r.name for r in results if r.passed is not True]
+        smoke = "smoke criteria hold" if not bad else "smoke criteria not met: " + ", ".join(bad)
+        return Verdict(
+            VerdictKind.INCONCLUSIVE, reason=f"tiny is a smoke run, not a test of the claim; {smoke}"
+        )
     failed = [r.name for r in results if r.passed is False]
     if failed:
         return Verdict(VerdictKind.NOT_REPRODUCED, reason="failed: " + ", ".join(failed))
@@ -374,6 +389,11 @@ class FigureRef:
     file: str
     caption: str
 
+    def __post_init__(self) -> None:
+        name = self.file
+        if not name or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".png"):
+            raise ValueError(f"figure file must be a plain .png name inside the run directory, got {name!r}")
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -396,62 +416,147 @@ class CheckResult:
     run_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": 1,
-            "run_id": self.run_id,
-            "slug": self.slug,
-            "scale": self.scale,
-            "seeds": list(self.seeds),
-            "verdict": str(self.verdict),
-            "verdict_reason": self.verdict.reason,
-            "claim": self.claim,
-            "criteria": [asdict(c) for c in self.criteria],
-            "metrics": {arm: {name: asdict(s) for name, s in ms.items()} for arm, ms in self.metrics.items()},
-            "config": self.config,
-            "wall_time_s": self.wall_time_s,
-            "environment": self.environment,
-            "started_at": self.started_at,
-            "figures": [asdict(f) for f in self.figures],
-            "series": self.series,
-            "notes": list(self.notes),
-        }
+        """A strict-JSON dict (non-finite numbers become ``null``)."""
+        return json_safe(
+            {
+                "schema": 1,
+                "run_id": self.run_id,
+                "slug": self.slug,
+                "scale": self.scale,
+                "seeds": list(self.seeds),
+                "verdict": str(self.verdict),
+                "verdict_reason": self.verdict.reason,
+                "claim": self.claim,
+                "criteria": [asdict(c) for c in self.criteria],
+                "metrics": {
+                    arm: {name: asdict(s) for name, s in ms.items()} for arm, ms in self.metrics.items()
+                },
+                "config": self.config,
+                "wall_time_s": self.wall_time_s,
+                "environment": self.environment,
+                "started_at": self.started_at,
+                "figures": [asdict(f) for f in self.figures],
+                "series": self.series,
+                "notes": list(self.notes),
+            }
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
-        """Rebuild a result; raises ``ValueError`` on anything malformed."""
+        """Rebuild a result; raises ``ValueError`` on anything malformed (types included)."""
         try:
             metrics = {
-                arm: {
-                    name: MetricSummary(
-                        values=tuple(float(v) for v in s["values"]),
-                        mean=float(s["mean"]),
-                        std=float(s["std"]),
-                        min=float(s["min"]),
-                        max=float(s["max"]),
+                _str(arm): {
+                    _str(name): MetricSummary(
+                        values=tuple(_num(v) for v in _list(s["values"])),
+                        mean=_num(s["mean"]),
+                        std=_num(s["std"]),
+                        min=_num(s["min"]),
+                        max=_num(s["max"]),
                     )
-                    for name, s in ms.items()
+                    for name, s in _dict(ms).items()
                 }
-                for arm, ms in data["metrics"].items()
+                for arm, ms in _dict(data["metrics"]).items()
             }
+            criteria = tuple(
+                CriterionResult(
+                    name=_str(c["name"]),
+                    description=_str(c.get("description", "")),
+                    formula=_str(c["formula"]),
+                    value=_opt_num(c["value"]),
+                    threshold=_opt_num(c["threshold"]),
+                    op=_str(c["op"]),
+                    passed=_opt_bool(c["passed"]),
+                    reason=_str(c.get("reason", "")),
+                )
+                for c in map(_dict, _list(data["criteria"]))
+            )
             return cls(
-                slug=str(data["slug"]),
-                scale=str(data["scale"]),
-                seeds=tuple(int(s) for s in data["seeds"]),
-                claim=dict(data["claim"]),
+                slug=_str(data["slug"]),
+                scale=_str(data["scale"]),
+                seeds=tuple(int(s) for s in _list(data["seeds"])),
+                claim=_check_claim(_dict(data["claim"])),
                 metrics=metrics,
-                criteria=tuple(CriterionResult(**c) for c in data["criteria"]),
-                verdict=Verdict.parse(str(data["verdict"]), str(data.get("verdict_reason", ""))),
-                config=dict(data["config"]),
-                wall_time_s=float(data["wall_time_s"]),
-                environment=dict(data["environment"]),
-                started_at=str(data["started_at"]),
-                figures=tuple(FigureRef(**f) for f in data.get("figures", [])),
-                series=dict(data.get("series", {})),
-                notes=tuple(data.get("notes", [])),
-                run_id=str(data.get("run_id", "")),
+                criteria=criteria,
+                verdict=Verdict.parse(_str(data["verdict"]), _str(data.get("verdict_reason", ""))),
+                config=_dict(data["config"]),
+                wall_time_s=_num(data["wall_time_s"]),
+                environment=_dict(data["environment"]),
+                started_at=_str(data["started_at"]),
+                figures=tuple(
+                    FigureRef(file=_str(f["file"]), caption=_str(f["caption"]))
+                    for f in map(_dict, _list(data.get("figures", [])))
+                ),
+                series=_dict(data.get("series", {})),
+                notes=tuple(_str(n) for n in _list(data.get("notes", []))),
+                run_id=_str(data.get("run_id", "")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"malformed check result: {err!r}") from err
+
+
+# -- strict readers for stored JSON ---------------------------------------------------------------
+
+
+def _str(x: Any) -> str:
+    if not isinstance(x, str):
+        raise TypeError(f"expected a string, got {x!r}")
+    return x
+
+
+def _list(x: Any) -> list[Any]:
+    if not isinstance(x, list):
+        raise TypeError(f"expected a list, got {type(x).__name__}")
+    return x
+
+
+def _dict(x: Any) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        raise TypeError(f"expected an object, got {type(x).__name__}")
+    return x
+
+
+def _num(x: Any) -> float:
+    """A stored number; ``null`` stands for a non-finite value (NaN)."""
+    if x is None:
+        return float("nan")
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise TypeError(f"expected a number, got {x!r}")
+    return float(x)
+
+
+def _opt_num(x: Any) -> float | None:
+    return None if x is None else _num(x)
+
+
+def _opt_bool(x: Any) -> bool | None:
+    if x is not None and not isinstance(x, bool):
+        raise TypeError(f"expected true, false or null, got {x!r}")
+    return x
+
+
+def _check_claim(claim: dict[str, Any]) -> dict[str, Any]:
+    for key in ("statement", "source", "ours", "headline"):
+        _str(claim[key])
+    for arm in _list(claim["baselines"]):
+        _str(arm)
+    for c in map(_dict, _list(claim["criteria"])):
+        for key in ("name", "arm", "metric", "op"):
+            _str(c[key])
+    if claim.get("headline_baseline") is not None:
+        _str(claim["headline_baseline"])
+    return claim
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj
 
 
 def claim_to_json(claim: Claim) -> dict[str, Any]:

@@ -60,8 +60,10 @@ def _check_type(name: str, value: Any, annotation: Any) -> Any:
             return value
         raise ConfigError(f"{name}: expected one of {list(args)}, got {value!r}")
     if origin is tuple:
-        if not isinstance(value, list | tuple):
-            value = (value,)  # a single value for a tuple field: ops=add
+        if isinstance(value, str):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())  # ops=add or ops=add,mul
+        elif not isinstance(value, list | tuple):
+            value = (value,)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_check_type(name, v, args[0]) for v in value)
         if args and len(args) != len(value):

@@ -93,7 +93,8 @@ class ResultStore:
     def commit(self, result: CheckResult, staging: Path) -> Path:
         """Write ``result.json`` into ``staging`` and move the directory into place."""
         atomic_write_text(
-            staging / RESULT_FILE, json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n"
+            staging / RESULT_FILE,
+            json.dumps(result.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n",
         )
         final = staging.parent / result.run_id
         os.replace(staging, final)
