@@ -83,153 +83,132 @@ class RFMGrokkingConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
-def _rfm_crit(
-    op: str,
-    name: str,
-    metric: str,
-    opr: Any,
-    threshold: float,
-    reduce: Any,
-    text: str,
-    scales: tuple[str, ...] = ("small", "full"),
-) -> Criterion:
-    return Criterion(
-        f"{op}_{name}",
-        arm="rfm",
-        metric=f"{op}/{metric}",
-        op=opr,
-        threshold=threshold,
-        reduce=reduce,
-        scales=scales,
-        description=text,
-    )
+# (name, arm, metric, op, threshold, reduce over seeds, meaning), declared before any run at p = 61.
+# Per operation; {op} and {sym} are filled in.
+_PER_OP: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
+    (
+        "groks",
+        "rfm",
+        "final_test_acc",
+        ">=",
+        0.99,
+        "min",
+        "x{sym}y: every seed reaches >= 99% test accuracy by iteration 30",
+    ),
+    (
+        "interpolates",
+        "rfm",
+        "train_mse_max",
+        "<",
+        1e-6,
+        "max",
+        "training MSE is numerically zero at every iteration",
+    ),
+    (
+        "flat_start",
+        "rfm",
+        "test_acc_max_first5",
+        "<=",
+        0.05,
+        "max",
+        "test accuracy stays <= 5% for the first 5 AGOP iterations",
+    ),
+    (
+        "hidden_progress",
+        "rfm",
+        "circ_dev_ratio_pre_jump",
+        "<=",
+        0.75,
+        "max",
+        "circulant deviation falls by at least a quarter between iteration 1 and the jump",
+    ),
+    (
+        "fixed_kernel_chance",
+        "fixed_kernel",
+        "test_acc",
+        "<=",
+        0.05,
+        "max",
+        "the fixed kernel (M = I) stays near chance",
+    ),
+    (
+        "random_circulant_generalizes",
+        "random_circulant",
+        "test_acc",
+        ">=",
+        0.9,
+        "min",
+        "random circulant features generalize with no iteration",
+    ),
+    (
+        "net_nfm_matches_agop",
+        "quadratic_net",
+        "nfm_agop_corr",
+        ">=",
+        0.8,
+        "min",
+        "network NFM correlates with sqrt(AGOP) > 0.8",
+    ),
+    (
+        "net_generalizes",
+        "quadratic_net",
+        "final_test_acc",
+        ">=",
+        0.9,
+        "min",
+        "the quadratic network reaches high test accuracy",
+    ),
+)
+# tiny: the brief's smoke conditions at p = 31 on x+y (which does not fully grok in 20 iterations)
+_TINY: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
+    ("tiny_interpolates", "rfm", "train_mse_max", "<", 1e-6, "max", "train MSE ~ 0"),
+    ("tiny_flat_start", "rfm", "test_acc_max_first5", "<=", 0.05, "max", "flat start"),
+    (
+        "tiny_circ_dev_halves",
+        "rfm",
+        "circ_dev_ratio_final",
+        "<",
+        0.5,
+        "max",
+        "circulant deviation halves from iteration 1 to the last",
+    ),
+    ("tiny_fixed_kernel", "fixed_kernel", "test_acc", "<", 0.1, "max", "fixed kernel near chance"),
+    (
+        "tiny_random_circulant",
+        "random_circulant",
+        "test_acc",
+        ">",
+        0.5,
+        "min",
+        "random circulant generalizes",
+    ),
+)
 
 
 def _criteria() -> tuple[Criterion, ...]:
-    out: list[Criterion] = []
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
     # + and x are judged at small and full; - and / only at full (the small preset does not run them)
-    for op, scales in (("add", SMALL_FULL), ("mul", SMALL_FULL), ("sub", FULL), ("div", FULL)):
-        out += [
-            _rfm_crit(
-                op,
-                "groks",
-                "final_test_acc",
-                ">=",
-                0.99,
-                "min",
-                f"x{symbol[op]}y: every seed reaches >= 99% test accuracy by iteration 30",
-                scales,
-            ),
-            _rfm_crit(
-                op,
-                "interpolates",
-                "train_mse_max",
-                "<",
-                1e-6,
-                "max",
-                "training MSE is numerically zero at every iteration",
-                scales,
-            ),
-            _rfm_crit(
-                op,
-                "flat_start",
-                "test_acc_max_first5",
-                "<=",
-                0.05,
-                "max",
-                "test accuracy stays <= 5% for the first 5 AGOP iterations",
-                scales,
-            ),
-            _rfm_crit(
-                op,
-                "hidden_progress",
-                "circ_dev_ratio_pre_jump",
-                "<=",
-                0.75,
-                "max",
-                "circulant deviation falls by at least a quarter between iteration 1 and the jump",
-                scales,
-            ),
-            Criterion(
-                f"{op}_fixed_kernel_chance",
-                arm="fixed_kernel",
-                metric=f"{op}/test_acc",
-                op="<=",
-                threshold=0.05,
-                reduce="max",
-                scales=scales,
-                description="the fixed kernel (M = I) stays near chance",
-            ),
-            Criterion(
-                f"{op}_random_circulant_generalizes",
-                arm="random_circulant",
-                metric=f"{op}/test_acc",
-                op=">=",
-                threshold=0.9,
-                reduce="min",
-                scales=scales,
-                description="random circulant features generalize with no iteration",
-            ),
-            Criterion(
-                f"{op}_net_nfm_matches_agop",
-                arm="quadratic_net",
-                metric=f"{op}/nfm_agop_corr",
-                op=">=",
-                threshold=0.8,
-                reduce="min",
-                scales=scales,
-                description="network NFM correlates with sqrt(AGOP) > 0.8",
-            ),
-            Criterion(
-                f"{op}_net_generalizes",
-                arm="quadratic_net",
-                metric=f"{op}/final_test_acc",
-                op=">=",
-                threshold=0.9,
-                reduce="min",
-                scales=scales,
-                description="the quadratic network reaches high test accuracy",
-            ),
-        ]
-    # tiny: the brief's smoke conditions at p = 31 (which does not fully grok in 20 iterations)
-    out += [
-        _rfm_crit("add", "tiny_interpolates", "train_mse_max", "<", 1e-6, "max", "train MSE ~ 0", ("tiny",)),
-        _rfm_crit(
-            "add", "tiny_flat_start", "test_acc_max_first5", "<=", 0.05, "max", "flat start", ("tiny",)
-        ),
-        _rfm_crit(
-            "add",
-            "tiny_circ_dev_halves",
-            "circ_dev_ratio_final",
-            "<",
-            0.5,
-            "max",
-            "circulant deviation halves from iteration 1 to the last",
-            ("tiny",),
-        ),
-        Criterion(
-            "add_tiny_fixed_kernel",
-            arm="fixed_kernel",
-            metric="add/test_acc",
-            op="<",
-            threshold=0.1,
-            reduce="max",
-            scales=("tiny",),
-            description="fixed kernel near chance",
-        ),
-        Criterion(
-            "add_tiny_random_circulant",
-            arm="random_circulant",
-            metric="add/test_acc",
-            op=">",
-            threshold=0.5,
-            reduce="min",
-            scales=("tiny",),
-            description="random circulant generalizes",
-        ),
+    judged = [
+        ("add", SMALL_FULL, _PER_OP),
+        ("mul", SMALL_FULL, _PER_OP),
+        ("sub", FULL, _PER_OP),
+        ("div", FULL, _PER_OP),
+        ("add", ("tiny",), _TINY),
     ]
-    return tuple(out)
+    return tuple(
+        Criterion(
+            f"{op}_{name}",
+            arm=arm,
+            metric=f"{op}/{metric}",
+            op=cmp,
+            threshold=threshold,
+            reduce=reduce,
+            scales=scales,
+            description=text.format(sym=symbol[op]),
+        )
+        for op, scales, table in judged
+        for name, arm, metric, cmp, threshold, reduce, text in table
+    )
 
 
 CLAIM = Claim(
