@@ -63,7 +63,15 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> None:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Fix the number of CPU threads torch uses (default: all cores). Returns the number set."""
+    """Fix the number of CPU threads torch uses. Returns the number set.
+
+    Default: ``$ICML25_THREADS`` if set (e.g. ``1`` while other jobs share the machine), else all cores.
+    """
+    env = os.environ.get("ICML25_THREADS", "").strip()
+    if n is None and env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"ICML25_THREADS must be a positive integer, got {env!r}")
+        n = int(env)
     n = n or os.cpu_count() or 1
     try:
         import torch
