@@ -1,0 +1,1 @@
+"""Papers of the `agents` domain; one subpackage per paper."""

@@ -1,0 +1,1 @@
+"""Papers of the `generative` domain; one subpackage per paper."""

@@ -1,0 +1,1 @@
+"""Papers of the `graphs` domain; one subpackage per paper."""

@@ -1,0 +1,1 @@
+"""Papers of the `language` domain; one subpackage per paper."""

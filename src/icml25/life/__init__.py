@@ -1,0 +1,1 @@
+"""Papers of the `life` domain; one subpackage per paper."""

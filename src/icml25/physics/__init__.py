@@ -1,0 +1,1 @@
+"""Papers of the `physics` domain; one subpackage per paper."""

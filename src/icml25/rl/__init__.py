@@ -1,0 +1,1 @@
+"""Papers of the `rl` domain; one subpackage per paper."""

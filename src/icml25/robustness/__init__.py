@@ -1,0 +1,1 @@
+"""Papers of the `robustness` domain; one subpackage per paper."""
