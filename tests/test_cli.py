@@ -178,3 +178,21 @@ def test_console_script_installed() -> None:
         [str(exe), "list", "--json", "--results", "/nonexistent"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and len(json.loads(proc.stdout)) == 38
+
+
+def test_bench_without_benchmark_is_a_one_line_error(capsys) -> None:
+    assert main(["bench", SLUG, "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "has no benchmark" in err and "\n" not in err
+
+
+def test_bench_passes_remaining_args(monkeypatch, tmp_path, capsys) -> None:
+    import icml25.cli as cli
+
+    seen: list[list[str]] = []
+    bench_file = tmp_path / "bench.py"
+    bench_file.write_text("")
+    monkeypatch.setattr(cli, "_bench_file", lambda paper: bench_file)
+    monkeypatch.setattr("icml25.catalog.resolve", lambda path: lambda argv: seen.append(argv) or 0)
+    assert main(["bench", SLUG, "--json", "--sizes", "65"]) == 0
+    assert seen == [["--json", "--sizes", "65"]]

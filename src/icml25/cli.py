@@ -1,4 +1,4 @@
-"""The ``icml25`` command: list, show, check, report.
+"""The ``icml25`` command: list, show, check, report, bench.
 
 Exit codes: 0 every check reproduced (or the command succeeded), 1 some claim was not
 reproduced or was inconclusive, 2 a usage or runtime error (one line on stderr; ``--debug``
@@ -30,6 +30,10 @@ CHECK_EPILOG = """examples:
   icml25 check rfm_grokking --scale tiny --seeds 1
   icml25 check rfm_grokking --set p=41 --set iters=20
   icml25 check --all --json > results.json
+"""
+BENCH_EPILOG = """examples:
+  icml25 bench condensed_sparse_solver           # the paper's speed comparison, as a table
+  icml25 bench condensed_sparse_solver --json    # everything after the slug goes to the benchmark
 """
 REPORT_EPILOG = """examples:
   icml25 report                                  # results/ -> report/REPORT.md, report/index.html
@@ -277,6 +281,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- bench --------------------------------------------------------------------------------------
+
+
+def _bench_file(paper: Paper) -> Path:
+    import icml25
+
+    return Path(icml25.__file__).parent / paper.domain / paper.slug / "bench.py"
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run a paper's side-by-side speed benchmark (``<paper>/bench.py:main``) with the remaining args."""
+    from icml25.catalog import resolve
+
+    paper = get_paper(args.slug)
+    if not paper.implemented or not _bench_file(paper).is_file():
+        have = [p.slug for p in PAPERS if p.implemented and _bench_file(p).is_file()]
+        raise CliError(f"{paper.slug} has no benchmark; papers with one: {', '.join(have) or 'none'}")
+    bench_main = resolve(f"{paper.module}.bench:main")
+    return int(bench_main(list(args.bench_args)))
+
+
 # -- entry point --------------------------------------------------------------------------------
 
 
@@ -290,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reference implementations and claim checks for 38 ICML 2025 papers.",
         parents=[common],
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report,bench}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser(
@@ -342,6 +367,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--out", metavar="DIR", default="report", help="output directory (default: report/)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="a paper's speed benchmark against its baselines (ratios measured in one run)",
+        epilog=BENCH_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("slug")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS", help="passed to the benchmark")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -1,0 +1,32 @@
+"""Thread control: ICML25_THREADS lets a shared machine run checks on fewer cores."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from icml25.core.runtime import set_threads
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_env_sets_threads(monkeypatch) -> None:
+    monkeypatch.setenv("ICML25_THREADS", "1")
+    assert set_threads() == 1 and torch.get_num_threads() == 1
+
+
+def test_explicit_argument_wins_over_env(monkeypatch) -> None:
+    monkeypatch.setenv("ICML25_THREADS", "1")
+    assert set_threads(2) == 2
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_bad_env_value_is_rejected(monkeypatch, bad: str) -> None:
+    monkeypatch.setenv("ICML25_THREADS", bad)
+    with pytest.raises(ValueError, match="ICML25_THREADS"):
+        set_threads()
