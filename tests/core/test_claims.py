@@ -108,6 +108,14 @@ class TestClaim:
         assert [c.name for c in claim.criteria_at("small")] == ["s"]
         assert claim.headline_criterion().name == "s"  # the default headline is judged at small
 
+    def test_timed_metrics_match_names_and_patterns(self) -> None:
+        c = Criterion("c", arm="a", metric="m", op=">", threshold=0)
+        claim = Claim(
+            "s", "Fig 1", ours="a", baselines=(), criteria=(c,), timed_metrics=("wall", "total_s_*")
+        )
+        assert claim.is_timed("wall") and claim.is_timed("total_s_257")
+        assert not claim.is_timed("m") and not claim.is_timed("wall_x") and not claim.is_timed("total_s")
+
 
 class TestVerdict:
     def test_all_pass_is_reproduced(self) -> None:

@@ -15,6 +15,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -144,6 +145,10 @@ class Claim:
         min_seeds: fewer seeds than this makes the verdict ``inconclusive``.
         setup_notes: how our setup differs from the paper's (scale, data, budget).
         requires: resources without which the check cannot run here (``"gpu"``, ``"llm endpoint"``).
+        timed_metrics: metric names or ``fnmatch`` patterns (``"total_s_*"``), any arm, computed
+            from wall-clock time (seconds, speed-ups, GFLOP/s). They differ between identical
+            runs; every other metric must be deterministic given the seed, and the contract
+            tests hold checks to that.
     """
 
     statement: str
@@ -156,6 +161,7 @@ class Claim:
     min_seeds: int = 1
     setup_notes: str = ""
     requires: tuple[str, ...] = ()
+    timed_metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.criteria]
@@ -182,6 +188,10 @@ class Claim:
     @property
     def arms(self) -> tuple[str, ...]:
         return (self.ours, *self.baselines)
+
+    def is_timed(self, metric: str) -> bool:
+        """Whether ``metric`` is declared as measured from wall-clock time."""
+        return any(fnmatch.fnmatchcase(metric, pattern) for pattern in self.timed_metrics)
 
     def criteria_at(self, scale: str) -> tuple[Criterion, ...]:
         return tuple(c for c in self.criteria if c.applies_at(scale))
@@ -571,6 +581,7 @@ def claim_to_json(claim: Claim) -> dict[str, Any]:
         "min_seeds": claim.min_seeds,
         "setup_notes": claim.setup_notes,
         "requires": list(claim.requires),
+        "timed_metrics": list(claim.timed_metrics),
         "criteria": [
             {**asdict(c), "scales": list(c.scales), "formula": c.describe()} for c in claim.criteria
         ],
