@@ -1,0 +1,63 @@
+"""SlimLLM: Accurate Structured Pruning for Large Language Models (ICML 2025).
+
+https://arxiv.org/abs/2505.22689 · official code https://github.com/guojialong1/Slimllm
+
+SlimLLM removes whole attention heads and whole FFN channels of a Llama-style decoder, judging
+each head by how much the layer's attention output changes without it (Pearson similarity, with a
+greedy swap search) and each FFN channel by its input norms and its projection onto the principal
+output directions; a per-output-dimension linear regression rescales the pruned output projections,
+and layers that change their input least are pruned hardest. Here it prunes the pretrained
+SmolLM2-135M (grouped-query attention respected) or any Hugging Face ``LlamaForCausalLM``.
+
+Implements: Sec. 3.1-3.4 of the method (head score, Algorithm 1 greedy search, FFN channel score,
+linear-regression recovery, layer-wise ratio) and the magnitude, Wanda-structured and Taylor
+(LLM-Pruner-like) baselines; LoRA recovery is left out. See ``pruner.py`` for every choice made
+where the paper is open.
+"""
+
+from .pruner import METHODS, DenseStats, PruneConfig, PruneReport, dense_statistics, prune_model
+from .scores import (
+    ffn_channel_scores,
+    fit_output_regression,
+    greedy_head_search,
+    head_scores,
+    layer_ratios,
+    magnitude_scores,
+    pearson_similarity,
+    taylor_scores,
+    wanda_scores,
+)
+from .surgery import (
+    PrunedAttention,
+    decoder_param_count,
+    head_kv_index,
+    load_pruned,
+    prune_attention_heads,
+    prune_mlp_channels,
+    save_pruned,
+)
+
+__all__ = [
+    "METHODS",
+    "DenseStats",
+    "PruneConfig",
+    "PruneReport",
+    "PrunedAttention",
+    "decoder_param_count",
+    "dense_statistics",
+    "ffn_channel_scores",
+    "fit_output_regression",
+    "greedy_head_search",
+    "head_kv_index",
+    "head_scores",
+    "layer_ratios",
+    "load_pruned",
+    "magnitude_scores",
+    "pearson_similarity",
+    "prune_attention_heads",
+    "prune_mlp_channels",
+    "prune_model",
+    "save_pruned",
+    "taylor_scores",
+    "wanda_scores",
+]

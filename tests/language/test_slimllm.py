@@ -1,0 +1,307 @@
+"""SlimLLM on a small random Llama with grouped-query attention (no model file needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from icml25.language.slimllm import (
+    METHODS,
+    PruneConfig,
+    PrunedAttention,
+    decoder_param_count,
+    dense_statistics,
+    ffn_channel_scores,
+    fit_output_regression,
+    greedy_head_search,
+    head_scores,
+    layer_ratios,
+    load_pruned,
+    pearson_similarity,
+    prune_attention_heads,
+    prune_model,
+    save_pruned,
+)
+
+
+def _model(seed: int = 0, layers: int = 3) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=96,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim > 1:
+                p.normal_(0, 0.3)
+    return model
+
+
+@pytest.fixture(scope="module")
+def model() -> LlamaForCausalLM:
+    return _model()
+
+
+@pytest.fixture(scope="module")
+def calib() -> torch.Tensor:
+    return torch.randint(0, 64, (4, 24), generator=torch.Generator().manual_seed(1))
+
+
+X = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(2))
+
+
+# -- scores against naive references ------------------------------------------------------------
+
+
+def _naive_s(a: np.ndarray, b: np.ndarray) -> float:
+    total = 0.0
+    for j in range(a.shape[1]):
+        if a[:, j].std() == 0 or b[:, j].std() == 0:
+            continue
+        total += abs(np.corrcoef(a[:, j], b[:, j])[0, 1])
+    return total
+
+
+def test_pearson_similarity_matches_numpy() -> None:
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(50, 6, generator=g), torch.randn(50, 6, generator=g)
+    a[:, 2] = 1.0  # constant column contributes 0
+    assert float(pearson_similarity(a, b)) == pytest.approx(_naive_s(a.numpy(), b.numpy()), rel=1e-9)
+    assert float(pearson_similarity(b, b)) == pytest.approx(6.0)
+    with pytest.raises(ValueError, match="last two dims"):
+        pearson_similarity(a, b[:, :3])
+
+
+def test_head_scores_match_definition() -> None:
+    o = torch.randn(5, 40, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    y = o.sum(0)
+    expected = [_naive_s((y - o[i]).numpy(), y.numpy()) for i in range(5)]
+    np.testing.assert_allclose(head_scores(o).numpy(), expected, rtol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_heads=st.integers(3, 7), n_keep=st.integers(1, 2))
+def test_greedy_search_never_lowers_s(seed: int, n_heads: int, n_keep: int) -> None:
+    o = torch.randn(n_heads, 30, 4, generator=torch.Generator().manual_seed(seed))
+    keep = torch.zeros(n_heads, dtype=torch.bool)
+    keep[:n_keep] = True
+    new_keep, trace = greedy_head_search(o, keep)
+    assert int(new_keep.sum()) == n_keep
+    assert torch.all(trace[1:] >= trace[:-1])
+    assert float(pearson_similarity(o[new_keep].sum(0), o.sum(0))) == pytest.approx(float(trace[-1]))
+
+
+def test_ffn_channel_scores_match_loop() -> None:
+    g = torch.Generator().manual_seed(4)
+    n, d, dff = 40, 6, 10
+    x, wg, wu, wd = (
+        torch.randn(n, d, generator=g),
+        torch.randn(dff, d, generator=g),
+        torch.randn(dff, d, generator=g),
+        torch.randn(d, dff, generator=g),
+    )
+    a = torch.nn.functional.silu(x @ wg.T) * (x @ wu.T)
+    xs, as_, wgs, wus, wds = (t.double().numpy() for t in (x, a, wg, wu, wd))
+    nx = np.linalg.norm(xs, axis=0)
+    y = as_ @ wds.T
+    yc = y - y.mean(0)
+    lam, v = np.linalg.eigh(yc.T @ yc)
+    w = 1 / (1 + np.exp(-np.abs(lam) / np.abs(lam).mean()))
+    expected = []
+    for j in range(dff):
+        i_g = np.linalg.norm(wgs[j] * nx)
+        i_u = np.linalg.norm(wus[j] * nx)
+        p = np.abs(wds[:, j] @ v) * w
+        expected.append(i_g + i_u + np.linalg.norm(p) * np.linalg.norm(as_[:, j]))
+    np.testing.assert_allclose(ffn_channel_scores(x, a, wg, wu, wd).numpy(), expected, rtol=1e-8)
+    with pytest.raises(ValueError, match="shapes"):
+        ffn_channel_scores(x, a[:, :3], wg, wu, wd)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_regression_matches_polyfit_and_lowers_error(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(30, 4, generator=g)
+    y = 0.7 * x + 0.3 * torch.randn(30, 4, generator=g) + 1.0
+    a, b = fit_output_regression(x, y)
+    for j in range(4):
+        slope, intercept = np.polyfit(x[:, j].double().numpy(), y[:, j].double().numpy(), 1)
+        assert float(a[j]) == pytest.approx(slope, rel=1e-7, abs=1e-9)
+        assert float(b[j]) == pytest.approx(intercept, rel=1e-7, abs=1e-9)
+    fitted = x.double() * a + b
+    assert float(((fitted - y) ** 2).mean()) <= float(((x - y) ** 2).mean()) + 1e-12
+
+
+def test_regression_constant_input_and_bad_shapes() -> None:
+    a, b = fit_output_regression(torch.ones(10, 2), torch.arange(20.0).view(10, 2))
+    assert torch.equal(a, torch.ones(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x and y"):
+        fit_output_regression(torch.ones(10, 2), torch.ones(10, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sims=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=12),
+    ratio=st.floats(0.05, 0.85),
+    frac=st.floats(0.3, 1.0),
+    alpha=st.floats(0.0, 30.0),
+)
+def test_layer_ratios_average_to_target(sims: list[float], ratio: float, frac: float, alpha: float) -> None:
+    n_sel = max(1, round(frac * len(sims)))
+    r = layer_ratios(torch.tensor(sims), ratio, n_sel, alpha, 0.9)
+    selected = r > 0
+    assert int(selected.sum()) <= n_sel
+    assert float(r.sum()) / n_sel == pytest.approx(ratio, rel=1e-9)
+    assert float(r.max()) <= 0.9 + 1e-12
+
+
+def test_layer_ratios_prune_most_redundant_layers_hardest() -> None:
+    r = layer_ratios(torch.tensor([0.5, 0.9, 0.7, 0.95]), 0.3, 3, alpha=10.0)
+    assert float(r[0]) == 0.0 and float(r[3]) > float(r[1]) > float(r[2]) > 0
+    with pytest.raises(ValueError, match="ratio"):
+        layer_ratios(torch.tensor([0.5, 0.9]), 1.0, 2)
+    with pytest.raises(ValueError, match="num_pruned_layers"):
+        layer_ratios(torch.tensor([0.5, 0.9]), 0.2, 3)
+
+
+# -- surgery ------------------------------------------------------------------------------------
+
+
+def test_pruned_attention_keeping_all_heads_is_exact() -> None:
+    m = _model(layers=1)
+    ref = m(input_ids=X).logits
+    prune_attention_heads(m.model.layers[0], torch.ones(4, dtype=torch.bool))
+    assert isinstance(m.model.layers[0].self_attn, PrunedAttention)
+    torch.testing.assert_close(m(input_ids=X).logits, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_removing_a_whole_kv_group_removes_its_kv_head() -> None:
+    m = _model(layers=1)
+    attn = prune_attention_heads(m.model.layers[0], torch.tensor([True, True, False, False]))
+    assert attn.kv_index.tolist() == [0, 0]
+    assert attn.k_proj.weight.shape == (8, 32) and attn.q_proj.weight.shape == (16, 32)
+    attn = prune_attention_heads(_model(layers=1).model.layers[0], torch.tensor([True, False, False, True]))
+    assert attn.kv_index.tolist() == [0, 1] and attn.k_proj.weight.shape == (16, 32)
+    with pytest.raises(ValueError, match="every attention head"):
+        prune_attention_heads(m.model.layers[0], torch.zeros(2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("sparsity", [0.2, 0.4])
+def test_prune_removes_requested_fraction(
+    model: LlamaForCausalLM, calib: torch.Tensor, method: str, sparsity: float
+) -> None:
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    pruned, report = prune_model(model, calib, PruneConfig(method=method, sparsity=sparsity))  # type: ignore[arg-type]
+    assert report.decoder_sparsity == pytest.approx(sparsity, abs=0.03)
+    assert decoder_param_count(pruned) == report.decoder_params_after < decoder_param_count(model)
+    for k, v in model.state_dict().items():  # the input model is untouched
+        assert torch.equal(v, before[k])
+    logits = pruned(input_ids=X).logits
+    assert logits.shape == (2, 12, 64) and torch.isfinite(logits).all()
+    for layer, heads, chans in zip(pruned.model.layers, report.heads_kept, report.channels_kept, strict=True):
+        assert layer.self_attn.o_proj.weight.shape[1] == heads * 8
+        assert layer.mlp.down_proj.weight.shape[1] == chans == layer.mlp.up_proj.weight.shape[0]
+
+
+def test_regression_lowers_reconstruction_error(model: LlamaForCausalLM, calib: torch.Tensor) -> None:
+    _, report = prune_model(model, calib, PruneConfig(method="magnitude", sparsity=0.4, regression=True))
+    pairs = [
+        *zip(report.attn_mse_after_regression, report.attn_mse_before_regression, strict=True),
+        *zip(report.ffn_mse_after_regression, report.ffn_mse_before_regression, strict=True),
+    ]
+    assert pairs and all(after <= before * (1 + 1e-9) for after, before in pairs)
+
+
+def test_slimllm_layer_ratios_and_greedy(model: LlamaForCausalLM, calib: torch.Tensor) -> None:
+    stats = dense_statistics(model, calib, taylor=False)
+    _, report = prune_model(model, calib, PruneConfig(sparsity=0.3, num_pruned_layers=2), stats=stats)
+    ratios = torch.tensor(report.layer_ratios)
+    assert int((ratios > 0).sum()) == 2 and float(ratios.sum()) == pytest.approx(0.3 * 3)
+    assert all(g >= 0 for g in report.greedy_gain)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_save_reload_and_generate(model: LlamaForCausalLM, calib: torch.Tensor, tmp_path: Path) -> None:
+    pruned, _ = prune_model(model, calib, PruneConfig(sparsity=0.4))
+    path = save_pruned(pruned, tmp_path / "pruned.safetensors")
+    assert path.stat().st_size < save_pruned(model, tmp_path / "dense.safetensors").stat().st_size
+    again = load_pruned(path)
+    torch.testing.assert_close(again(input_ids=X).logits, pruned(input_ids=X).logits)
+    out = again.generate(X[:1, :4], max_new_tokens=5, do_sample=False, pad_token_id=0)
+    ids = X[:1, :4]
+    for _ in range(5):  # generation with the KV cache equals the uncached greedy loop
+        ids = torch.cat([ids, again(input_ids=ids).logits[:, -1:].argmax(-1)], dim=1)
+    assert torch.equal(out, ids)
+    with pytest.raises(ValueError, match="save_pruned"):
+        from safetensors.torch import save_file
+
+        save_file({"a": torch.zeros(1)}, str(tmp_path / "other.safetensors"))
+        load_pruned(tmp_path / "other.safetensors")
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def test_bad_config_and_input(model: LlamaForCausalLM, calib: torch.Tensor) -> None:
+    for bad in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="sparsity"):
+            PruneConfig(sparsity=bad)
+    with pytest.raises(ValueError, match="method"):
+        PruneConfig(method="random")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="calib"):
+        prune_model(model, calib[0], PruneConfig())
+    with pytest.raises(ValueError, match="calib"):
+        prune_model(model, calib + 100, PruneConfig())
+
+
+def test_ratio_removing_every_head_fails_cleanly(model: LlamaForCausalLM, calib: torch.Tensor) -> None:
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match="all 4 attention heads"):
+        prune_model(model, calib, PruneConfig(method="magnitude", sparsity=0.9))
+    with pytest.raises(ValueError, match="max_layer_ratio"):
+        prune_model(model, calib, PruneConfig(sparsity=0.85, num_pruned_layers=1))
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert all(type(layer.self_attn).__name__ == "LlamaAttention" for layer in model.model.layers)
+
+
+# -- the claim check ----------------------------------------------------------------------------
+
+
+def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.slimllm.check import CHECK
+
+    full = CHECK.config("full")
+    assert full.n_calib == 32 and full.calib_len == 128 and full.sparsities == (0.2, 0.4)
+    short = dataclasses.replace(
+        full,
+        model="random-tiny",
+        sparsities=(0.2,),
+        calib_len=16,
+        eval_window=32,
+        eval_stride=32,
+        eval_windows=1,
+        throughput_reps=1,
+        code_chars=1_000_000,
+    )
+    ctx = RunContext(slug="slimllm", scale="full", run_dir=Path("."), reporter=NullReporter())
+    outcome = CHECK.run_seed(short, 0, ctx)
+    assert set(outcome.metrics) == set(CHECK.claim.arms)
+    assert outcome.metrics["slimllm"]["sparsity_20"] == pytest.approx(0.2, abs=0.05)
