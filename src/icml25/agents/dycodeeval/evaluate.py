@@ -1,0 +1,204 @@
+"""Evaluating a code model on seeds and variants, simulated contamination, and the template control.
+
+DyCodeEval (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 4-5 and the official
+``gen_code.py`` / ``eval_pass_K.py`` / ``overfit_train.py``.
+
+* :func:`code_prompt`: the chat-model prompt of the paper's ``pt.py`` (complete the function,
+  one fenced code block, do not call or test it).
+* :func:`solve_and_judge`: greedy completions, each judged in the sandbox (3 s) against the tests.
+* :func:`contaminate`: simulated contamination by fine-tuning on the leaked problems' canonical
+  solutions, as ``overfit_train.py``: causal-LM loss on the solution text (prompt + canonical body),
+  batch size 1. The paper uses LoRA (r = 8, alpha = 16, lr 5e-5, up to 20,000 steps) on 1-3B models;
+  here all weights but the (tied) embeddings of the small model are fine-tuned for a few epochs,
+  which is what fits the CPU budget.
+* :func:`template_role_model`: a *template control* that answers the four role prompts with
+  fixed templates (a labelled control for tests and the smoke scale; never the default path).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from icml25.llm.chat import ChatModel, Conversation, GenerationConfig, ScriptedChatModel
+from icml25.llm.code_eval import CompletionResult, check_completion
+
+from .roles import ROLE_TAGS
+from .task import CodeTask
+
+__all__ = [
+    "code_prompt",
+    "solve_and_judge",
+    "contaminate",
+    "template_role_model",
+    "TEMPLATE_SCENARIOS",
+]
+
+TEMPLATE_SCENARIOS = (
+    "Banking: loan repayment schedules",
+    "Healthcare: patient triage queues",
+    "Education: grading student submissions",
+    "Transportation: bus timetable planning",
+    "Social networking: friend recommendations",
+    "Retail: inventory restocking",
+    "Agriculture: irrigation scheduling",
+    "Energy: smart meter readings",
+    "Logistics: parcel routing",
+    "Sports: tournament scoring",
+    "Music: playlist curation",
+    "Astronomy: telescope observation logs",
+    "Cooking: recipe scaling",
+    "Gaming: leaderboard updates",
+    "Weather: rainfall records",
+    "Library: book lending records",
+    "Manufacturing: quality control checks",
+    "Insurance: claim assessment",
+    "Tourism: hotel booking",
+    "Cybersecurity: login attempt monitoring",
+    "Real estate: property listings",
+    "Aviation: flight delay tracking",
+    "Fitness: workout tracking",
+    "Journalism: article tagging",
+    "Ecology: species population counts",
+    "Telecom: call duration billing",
+    "Archaeology: artifact cataloguing",
+    "Fashion: size inventory",
+    "Law: case file indexing",
+    "Chemistry: reagent stock levels",
+)
+
+
+def code_prompt(task: CodeTask) -> Conversation:
+    """The chat prompt asking a model to complete ``task`` (paper's ``pt.py``, our wording)."""
+    return [
+        {
+            "role": "user",
+            "content": "Complete the following Python function. Follow its signature and docstring. "
+            "Return the whole function in one ```python code block. Do not call or test it.\n\n"
+            f"```python\n{task.prompt}```",
+        }
+    ]
+
+
+def solve_and_judge(
+    model: ChatModel, tasks: Sequence[CodeTask], *, max_tokens: int = 256, timeout_s: float = 3.0
+) -> tuple[dict[str, bool], dict[str, str], list[CompletionResult]]:
+    """Greedy completion of every task, judged in the sandbox.
+
+    Returns:
+        (passed per task_id, completion per task_id, the judged results).
+    """
+    if not tasks:
+        return {}, {}, []
+    replies = model.generate(
+        [code_prompt(t) for t in tasks], GenerationConfig(temperature=0.0, max_tokens=max_tokens)
+    )
+    passed, completions, results = {}, {}, []
+    for task, (reply,) in zip(tasks, replies, strict=True):
+        result = check_completion(task, reply, timeout_s=timeout_s)
+        passed[task.task_id] = result.passed
+        completions[task.task_id] = reply
+        results.append(result)
+    return passed, completions, results
+
+
+def contaminate(
+    model: Any,
+    tokenizer: Any,
+    leaked: Sequence[CodeTask],
+    *,
+    epochs: int = 8,
+    lr: float = 1e-4,
+    seed: int = 0,
+    freeze_embeddings: bool = True,
+    callback: Callable[[int, int, float], None] | None = None,
+) -> tuple[Any, list[float]]:
+    """A copy of ``model`` fine-tuned on the leaked tasks' canonical solutions (simulated contamination).
+
+    Args:
+        model: a transformers causal LM (left untouched).
+        tokenizer: its tokenizer (with a chat template).
+        leaked: the tasks whose solutions leak into "pre-training".
+        epochs: passes over the leaked set (batch size 1, the paper's setting).
+        lr: AdamW learning rate.
+        seed: shuffles the order of examples per epoch.
+        freeze_embeddings: keep the (tied) embedding matrix fixed: a third of SmolLM2's weights,
+            and most of the optimizer's cost on the CPU.
+        callback: ``callback(step, total, loss)`` after each step.
+
+    Returns:
+        (the fine-tuned copy in eval mode, mean training loss per epoch).
+    """
+    import torch
+
+    if not leaked:
+        return model, []
+    if epochs < 1 or lr <= 0:
+        raise ValueError(f"epochs must be >= 1 and lr > 0, got epochs={epochs}, lr={lr}")
+    tuned = copy.deepcopy(model)
+    tuned.train()
+    embeddings = tuned.get_input_embeddings() if hasattr(tuned, "get_input_embeddings") else None
+    if freeze_embeddings and embeddings is not None:
+        for p in embeddings.parameters():  # tied with the output head in SmolLM2
+            p.requires_grad_(False)
+    examples = []
+    for task in leaked:
+        ids = tokenizer(task.prompt + task.canonical_solution, add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([[*ids, tokenizer.eos_token_id]])
+        examples.append((ids, ids.clone()))  # causal-LM loss on the whole solution text
+    opt = torch.optim.AdamW([p for p in tuned.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(seed)
+    total, step, history = epochs * len(examples), 0, []
+    for _ in range(epochs):
+        losses = []
+        for i in torch.randperm(len(examples), generator=gen).tolist():
+            ids, labels = examples[i]
+            loss = tuned(input_ids=ids, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step += 1
+            losses.append(float(loss.detach()))
+            if callback is not None:
+                callback(step, total, losses[-1])
+        history.append(sum(losses) / len(losses))
+    tuned.eval()
+    return tuned, history
+
+
+def _between(text: str, start: str, end: str) -> str:
+    match = re.search(re.escape(start) + r"(.*?)" + re.escape(end), text, re.DOTALL)
+    return match.group(1).strip() if match else ""
+
+
+def template_role_model(*, validator_says: str = "Yes") -> ScriptedChatModel:
+    """The template control: answers the four role prompts with fixed templates (deterministic).
+
+    The proposer lists :data:`TEMPLATE_SCENARIOS`; the context generator writes "<name>: a value
+    of the scenario"; the rewriter prefixes the original problem with a scenario sentence; the
+    validator answers ``validator_says``. Labelled ``template-control`` in every result.
+    """
+
+    def respond(messages: list[dict[str, str]], config: GenerationConfig, index: int) -> str:
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if ROLE_TAGS["proposer"] in system:
+            return "\n".join(f"<scenario>{s}</scenario>" for s in TEMPLATE_SCENARIOS)
+        if ROLE_TAGS["context"] in system:
+            names = [
+                line.split(":")[0] for line in _between(user, "Variables:\n", "\nScenario:").splitlines()
+            ]
+            scenario = _between(user, "Scenario: ", "\n")
+            return "<context>" + "\n".join(f"{n}: a value from {scenario}" for n in names) + "</context>"
+        if ROLE_TAGS["rewriter"] in system:
+            original = _between(user, "Original problem: ", "\nScenario:")
+            scenario = _between(user, "Scenario: ", "\n")
+            domain, _, topic = scenario.partition(":")
+            lead = f"In {domain.lower()} work on {topic.strip()}, the data arrives as plain values."
+            return f"<new_problem>{lead} {original}</new_problem>"
+        if ROLE_TAGS["validator"] in system:
+            return validator_says
+        return ""
+
+    return ScriptedChatModel(respond, name="template-control")
