@@ -1,0 +1,184 @@
+"""DiT baseline for PDE-Transformer's claim check: a plain ViT with global attention and adaLN-Zero.
+
+Peebles & Xie, *Scalable Diffusion Models with Transformers* (ICCV 2023), as used by the
+PDE-Transformer paper (ICML 2025, https://arxiv.org/abs/2505.24717) as its DiT baseline: patch
+embedding with the same patch size, fixed 2D sin-cos absolute positions, blocks of global multi-head
+self-attention and MLP modulated by adaLN-Zero (shift, scale and a gate that is zero at
+initialisation) on the PDE label and diffusion time, and a linear unpatchify head.
+
+Choice made here: the sin-cos table is computed for whatever token grid the input has (so the same
+model runs at any resolution, as the scaling benchmark needs); widths are matched to a PDE-Transformer
+by :func:`match_dit_width`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import Tensor, nn
+
+from .model import TimestepEmbedder, _labels, _times, count_params
+
+__all__ = ["DiTConfig", "DiTBaseline", "sincos_2d", "match_dit_width"]
+
+
+@dataclass(frozen=True)
+class DiTConfig:
+    """Hyperparameters of the DiT baseline.
+
+    Args:
+        in_channels / out_channels: fields in and out.
+        hidden_size: token width (divisible by ``num_heads`` and by 4 for the sin-cos table).
+        depth: number of blocks.
+        num_heads: attention heads.
+        mlp_ratio: MLP hidden width / hidden_size.
+        patch_size: patch side in grid points.
+        num_classes: PDE labels (label ``num_classes`` is the null label).
+    """
+
+    in_channels: int = 2
+    out_channels: int = 2
+    hidden_size: int = 128
+    depth: int = 5
+    num_heads: int = 4
+    mlp_ratio: float = 4.0
+    patch_size: int = 4
+    num_classes: int = 16
+
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_heads or self.hidden_size % 4:
+            raise ValueError(
+                f"hidden_size must be divisible by num_heads ({self.num_heads}) and by 4, "
+                f"got {self.hidden_size}"
+            )
+        for name in ("in_channels", "out_channels", "depth", "patch_size", "num_classes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+def sincos_2d(dim: int, h: int, w: int) -> Tensor:
+    """Fixed 2D sin-cos positional embedding ``[h*w, dim]`` (MAE / DiT): half for rows, half for columns."""
+    quarter = dim // 4
+    omega = 1.0 / 10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter)
+    gy, gx = torch.meshgrid(
+        torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64), indexing="ij"
+    )
+    parts = []
+    for g in (gy, gx):
+        arg = g.reshape(-1, 1) * omega[None]
+        parts += [torch.sin(arg), torch.cos(arg)]
+    return torch.cat(parts, dim=1).float()
+
+
+class DiTBlock(nn.Module):
+    """adaLN-Zero block: x <- x + g1 Attn(LN(x)(1 + s1) + b1); x <- x + g2 MLP(LN(x)(1 + s2) + b2)."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.norm1 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(approximate="tanh"), nn.Linear(hidden, dim))
+        self.adaLN = nn.Linear(dim, 6 * dim)  # applied to SiLU(c)
+
+    def attention(self, x: Tensor) -> Tensor:
+        B, N, D = x.shape
+        K = self.num_heads
+        q, k, v = self.qkv(x).view(B, N, 3, K, D // K).permute(2, 0, 3, 1, 4)
+        return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, N, D))
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        b1, s1, g1, b2, s2, g2 = self.adaLN(F.silu(c))[:, None].chunk(6, dim=-1)
+        x = x + g1 * self.attention(self.norm1(x) * (1 + s1) + b1)
+        return x + g2 * self.mlp(self.norm2(x) * (1 + s2) + b2)
+
+
+class DiTBaseline(nn.Module):
+    """DiT-style ViT surrogate: ``[B, C_in, H, W] -> [B, C_out, H, W]`` with global attention."""
+
+    def __init__(self, cfg: DiTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        D, p = cfg.hidden_size, cfg.patch_size
+        self.x_embedder = nn.Conv2d(cfg.in_channels, D, p, stride=p)
+        self.t_embedder = TimestepEmbedder(D)
+        self.y_embedder = nn.Embedding(cfg.num_classes + 1, D)
+        self.blocks = nn.ModuleList(DiTBlock(D, cfg.num_heads, cfg.mlp_ratio) for _ in range(cfg.depth))
+        self.norm_final = nn.LayerNorm(D, elementwise_affine=False, eps=1e-6)
+        self.adaLN_final = nn.Linear(D, 2 * D)  # applied to SiLU(c)
+        self.head = nn.Linear(D, p * p * cfg.out_channels)
+        self._pos: dict[tuple[int, int], Tensor] = {}
+        self._initialize()
+
+    def _initialize(self) -> None:
+        for m in self.modules():
+            if isinstance(m, nn.Linear | nn.Conv2d):
+                nn.init.xavier_uniform_(m.weight.view(m.weight.shape[0], -1))
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+        nn.init.normal_(self.y_embedder.weight, std=0.02)
+        nn.init.normal_(self.t_embedder.fc1.weight, std=0.02)
+        nn.init.normal_(self.t_embedder.fc2.weight, std=0.02)
+        zero = [m.adaLN for m in self.modules() if isinstance(m, DiTBlock)] + [self.adaLN_final, self.head]
+        for lin in zero:  # adaLN-Zero
+            nn.init.zeros_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+    def pos_embed(self, h: int, w: int, device: torch.device) -> Tensor:
+        if (h, w) not in self._pos:
+            self._pos[(h, w)] = sincos_2d(self.cfg.hidden_size, h, w)
+        return self._pos[(h, w)].to(device)
+
+    def forward(self, x: Tensor, pde_label: Tensor | None = None, t: Tensor | float | None = None) -> Tensor:
+        """``x: [B, in_channels, H, W]`` (H, W multiples of the patch size) -> ``[B, out_channels, H, W]``."""
+        cfg = self.cfg
+        p = cfg.patch_size
+        if x.ndim != 4 or x.shape[1] != cfg.in_channels:
+            raise ValueError(f"x must be [B, {cfg.in_channels}, H, W], got {tuple(x.shape)}")
+        B, _, H, W = x.shape
+        if H % p or W % p:
+            raise ValueError(f"grid {H}x{W} does not fit: sides must be multiples of patch_size = {p}")
+        if x.device.type != "meta" and not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or infinite values")
+        c = self.t_embedder(1000.0 * _times(t, B, x.device)) + self.y_embedder(
+            _labels(pde_label, B, cfg.num_classes, x.device)
+        )
+        h, w = H // p, W // p
+        tok = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos_embed(h, w, x.device)
+        for block in self.blocks:
+            tok = block(tok, c)
+        shift, scale = self.adaLN_final(F.silu(c))[:, None].chunk(2, dim=-1)
+        out = self.head(self.norm_final(tok) * (1 + scale) + shift)  # [B, h*w, p*p*C]
+        out = out.transpose(1, 2).reshape(B, p * p * cfg.out_channels, h, w)
+        return F.pixel_shuffle(out, p)
+
+
+def match_dit_width(target_params: int, base: DiTConfig, *, tolerance: float = 0.10) -> DiTConfig:
+    """The DiT with ``base``'s depth and heads whose parameter count is closest to ``target_params``.
+
+    Widths are searched in steps of ``lcm(4, 2 * num_heads)``; raises ``ValueError`` if none lies
+    within ``tolerance`` (relative).
+    """
+    step = math.lcm(4, 2 * base.num_heads)
+    best: tuple[float, DiTConfig] | None = None
+    with torch.device("meta"):
+        for width in range(step, 2049, step):
+            cfg = replace(base, hidden_size=width)
+            n = count_params(DiTBaseline(cfg))
+            gap = abs(n - target_params) / target_params
+            if best is None or gap < best[0]:
+                best = (gap, cfg)
+            if n > target_params:
+                break
+    assert best is not None
+    if best[0] > tolerance:
+        raise ValueError(
+            f"no DiT width within {tolerance:.0%} of {target_params} parameters at depth {base.depth}"
+        )
+    return best[1]

@@ -1,0 +1,263 @@
+"""Tests of the PDE-Transformer (MC and SC), the DiT baseline, training utilities and the check presets."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from icml25.physics.pde_transformer import (
+    PRESETS,
+    DiTBaseline,
+    DiTConfig,
+    PDETransformer,
+    PDETransformerConfig,
+    PDETransformerSC,
+    count_params,
+    match_dit_width,
+    nrmse,
+    rollout,
+)
+from icml25.physics.pde_transformer.model import (
+    WindowAttention,
+    relative_position_index,
+    shift_mask,
+    window_partition,
+    window_reverse,
+)
+
+TINY = PDETransformerConfig.preset("tiny", hidden_size=16, num_classes=3, cpb_hidden=16)  # grid multiple 64
+SMALLEST = replace(TINY, depth=(1, 1, 1), window_size=2)  # grid multiple 4 * 2 * 2 = 16
+
+
+def _perturb(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Give zero-initialised weights (adaLN, output head) random values so every path is active."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+def test_mc_sc_dit_output_shapes() -> None:
+    x = torch.randn(2, 2, 64, 64)
+    lab = torch.tensor([0, 2])
+    assert PDETransformer(TINY)(x, lab).shape == (2, 2, 64, 64)
+    assert PDETransformer(replace(TINY, out_channels=1))(x).shape == (2, 1, 64, 64)
+    sc = PDETransformerSC(replace(TINY, num_channel_types=4))
+    fields = torch.randn(2, 3, 2, 64, 64)
+    assert sc(fields, torch.tensor([0, 1, 3]), lab).shape == (2, 3, 2, 64, 64)
+    dit = DiTBaseline(DiTConfig(hidden_size=32, depth=2, num_heads=2, num_classes=3))
+    assert dit(x, lab, t=0.5).shape == (2, 2, 64, 64)
+
+
+def test_zero_init_outputs_zero_and_gradients_flow_everywhere() -> None:
+    model = PDETransformer(SMALLEST)
+    x = torch.randn(2, 2, 16, 16)
+    assert model(x).abs().max() == 0  # zero-initialised output head, as in the reference
+    _perturb(model)
+    model(x, torch.tensor([0, 1]), t=torch.tensor([0.1, 0.9])).pow(2).mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+        if "y_embedders" not in name:  # only the used label rows get gradient
+            assert p.grad.abs().max() > 0, name
+
+
+def _naive_window_attention(
+    attn: WindowAttention, x: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """Loop over windows and heads: softmax(cos(q, k) * min(exp(l), 100) + 16 sigmoid(cpb) + mask) v."""
+    B, nW, N, D = x.shape
+    K = attn.attn.num_heads
+    dh = D // K
+    w = attn.window_size
+    coords = [(i, j) for i in range(w) for j in range(w)]
+    out = torch.zeros_like(x)
+    for b in range(B):
+        for n in range(nW):
+            qkv = x[b, n] @ attn.attn.qkv.weight.T
+            for h in range(K):
+                q = qkv[:, h * dh : (h + 1) * dh]
+                k = qkv[:, D + h * dh : D + (h + 1) * dh]
+                v = qkv[:, 2 * D + h * dh : 2 * D + (h + 1) * dh]
+                scale = min(math.exp(attn.attn.logit_scale[h].item()), 100.0)
+                logits = torch.zeros(N, N)
+                for a in range(N):
+                    for c in range(N):
+                        cos = torch.dot(q[a], k[c]) / (q[a].norm() * k[c].norm())
+                        dy = (coords[a][0] - coords[c][0]) / (w - 1) * 8
+                        dx = (coords[a][1] - coords[c][1]) / (w - 1) * 8
+                        rel = torch.tensor([dy, dx])
+                        rel = torch.sign(rel) * torch.log2(rel.abs() + 1) / math.log2(8)
+                        bias = 16 * torch.sigmoid(attn.cpb_mlp(rel)[h])
+                        logits[a, c] = cos * scale + bias + (0 if mask is None else mask[n, a, c])
+                out[b, n, :, h * dh : (h + 1) * dh] = torch.softmax(logits, dim=-1) @ v
+    return out
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_window_attention_matches_naive_reference(masked: bool) -> None:
+    torch.manual_seed(0)
+    attn = WindowAttention(8, 2, 2, cpb_hidden=8)
+    with torch.no_grad():
+        attn.attn.logit_scale[1] = math.log(200.0)  # exercises the clamp at ln 100
+    x = torch.randn(2, 4, 4, 8)
+    mask = shift_mask(4, 4, 2, 1) if masked else None
+    assert torch.allclose(attn(x, mask), _naive_window_attention(attn, x, mask), atol=1e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(w=st.sampled_from([2, 4]), nh=st.integers(1, 3), nw=st.integers(1, 3), seed=st.integers(0, 1000))
+def test_window_partition_roundtrip(w: int, nh: int, nw: int, seed: int) -> None:
+    x = torch.randn(2, nh * w, nw * w, 3, generator=torch.Generator().manual_seed(seed))
+    win = window_partition(x, w)
+    assert win.shape == (2, nh * nw, w * w, 3)
+    assert torch.equal(win[:, 0, 1], x[:, 0, 1])  # first window, second token = row 0, column 1
+    assert torch.equal(window_reverse(win, w, nh * w, nw * w), x)
+
+
+def test_relative_position_index_and_shift_mask() -> None:
+    idx = relative_position_index(3)
+    assert idx.shape == (9, 9) and idx.min() == 0 and idx.max() == 24
+    assert (idx.diagonal() == 12).all()  # zero offset is the table centre
+    mask = shift_mask(8, 8, 4, 2)
+    assert mask.shape == (4, 16, 16)
+    assert (mask[0] == 0).all()  # the first window is never split by the shift
+    assert (mask[-1] == -100).any() and set(mask.unique().tolist()) == {-100.0, 0.0}
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_periodic_model_is_shift_equivariant(periodic: bool) -> None:
+    model = _perturb(PDETransformer(replace(SMALLEST, periodic=periodic)))
+    s = model.cfg.grid_multiple
+    x = torch.randn(1, 2, 32, 32)
+    with torch.no_grad():
+        y = model(x, torch.tensor([1]))
+        ys = model(torch.roll(x, (s, 2 * s), dims=(-2, -1)), torch.tensor([1]))
+    gap = (torch.roll(y, (s, 2 * s), dims=(-2, -1)) - ys).abs().max() / y.abs().max()
+    if periodic:
+        assert gap < 1e-5
+    else:  # zero padding and the Swin mask break the symmetry
+        assert gap > 1e-3
+
+
+def test_sc_copies_known_slots_and_is_field_permutation_equivariant() -> None:
+    sc = _perturb(PDETransformerSC(replace(SMALLEST, num_channel_types=5)))
+    fields = torch.randn(1, 3, 2, 16, 16)
+    types = torch.tensor([4, 0, 2])
+    with torch.no_grad():
+        out = sc(fields, types, torch.tensor([1]))
+        assert torch.equal(out[:, :, 0], fields[:, :, 0])  # the known slot is copied through
+        perm = torch.tensor([2, 0, 1])
+        out_p = sc(fields[:, perm], types[perm], torch.tensor([1]))
+    assert torch.allclose(out_p, out[:, perm], atol=1e-5)  # channel attention has no field order
+
+
+def test_dit_matches_pde_transformer_parameters() -> None:
+    pdet = PDETransformer(PDETransformerConfig.preset("tiny", num_classes=4))
+    dit_cfg = match_dit_width(count_params(pdet), DiTConfig(depth=5, num_heads=4, num_classes=4))
+    gap = abs(count_params(DiTBaseline(dit_cfg)) - count_params(pdet)) / count_params(pdet)
+    assert gap <= 0.10
+    with pytest.raises(ValueError, match="no DiT width"):
+        match_dit_width(10, DiTConfig(depth=5, num_heads=4))
+
+
+def test_dit_sincos_positions_and_zero_init() -> None:
+    from icml25.physics.pde_transformer.dit import sincos_2d
+
+    pe = sincos_2d(8, 3, 4)
+    assert pe.shape == (12, 8)
+    assert torch.allclose(pe[0], torch.tensor([0.0, 0, 1, 1, 0, 0, 1, 1]))  # position (0, 0)
+    dit = DiTBaseline(DiTConfig(hidden_size=16, depth=1, num_heads=2))
+    assert dit(torch.randn(1, 2, 8, 8)).abs().max() == 0  # adaLN-Zero head
+
+
+def test_official_presets_have_reported_sizes_and_run() -> None:
+    # reported: MC 33M / 130M / 518M parameters
+    with torch.device("meta"):
+        sizes = {k: count_params(PDETransformer(PRESETS[k])) for k in ("S", "B", "L")}
+        big = PDETransformer(PRESETS["L"])
+        assert big(torch.zeros(1, 2, 128, 128, device="meta")).shape == (1, 2, 128, 128)
+        sc = PDETransformerSC(PRESETS["B"])
+        out = sc(torch.zeros(1, 2, 2, 128, 128, device="meta"), torch.tensor([0, 1], device="meta"))
+        assert out.shape == (1, 2, 2, 128, 128)
+    for k, reported in (("S", 33e6), ("B", 130e6), ("L", 518e6)):
+        assert abs(sizes[k] - reported) / reported < 0.03, (k, sizes[k])
+    s = PRESETS["S"]
+    assert (s.window_size, s.patch_size, s.depth, s.num_heads) == (8, 4, (2, 5, 8, 5, 2), 4)
+    model = PDETransformer(s)  # one real forward of PDE-S on the smallest grid it accepts
+    with torch.no_grad():
+        assert model(torch.randn(1, 2, 128, 128), torch.tensor([3])).shape == (1, 2, 128, 128)
+
+
+def test_full_check_preset_constructs_and_trains_one_step() -> None:
+    from icml25.physics.pde_transformer.check import CHECK, build_models
+
+    full = CHECK.config("full")
+    assert full.res == 256 and full.hidden_size == 96 and full.window_size == 8
+    with torch.device("meta"):
+        pdet, dit = build_models(full, seed=0)
+        assert abs(count_params(dit) - count_params(pdet)) / count_params(pdet) <= 0.10
+    cfg = replace(full.model_config(), depth=(1, 1, 1, 1, 1))  # shortened: one block per stage
+    model = PDETransformer(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=full.lr)
+    x, y = torch.randn(1, 2, 128, 128), torch.randn(1, 2, 128, 128)
+    loss = (model(x, torch.tensor([0])) - y).pow(2).mean()
+    loss.backward()
+    opt.step()
+    assert torch.isfinite(loss)
+    assert any(p.abs().max() > 0 for p in model.body.final.out_proj.parameters())
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    model = PDETransformer(SMALLEST)
+    with pytest.raises(ValueError, match="multiples of .* = 16"):
+        model(torch.randn(1, 2, 24, 24))
+    with pytest.raises(ValueError, match="has 3 channels, the model expects 2"):
+        model(torch.randn(1, 3, 16, 16))
+    with pytest.raises(ValueError, match="NaN"):
+        model(torch.full((1, 2, 16, 16), float("nan")))
+    with pytest.raises(ValueError, match="pde_label"):
+        model(torch.randn(1, 2, 16, 16), torch.tensor([7]))
+    sc = PDETransformerSC(SMALLEST)
+    with pytest.raises(ValueError, match="channel_type must be"):
+        sc(torch.randn(1, 2, 2, 16, 16), torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="unknown preset"):
+        PDETransformerConfig.preset("XL")
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        PDETransformerConfig(hidden_size=30, num_heads=4)
+    with pytest.raises(ValueError, match="multiples of patch_size = 4"):
+        DiTBaseline(DiTConfig(hidden_size=16, depth=1, num_heads=2))(torch.randn(1, 2, 10, 10))
+
+
+def test_nrmse_and_rollout() -> None:
+    y = torch.randn(3, 2, 8, 8)
+    assert torch.equal(nrmse(y, y), torch.zeros(3))
+    assert torch.allclose(nrmse(torch.zeros_like(y), y), torch.ones(3))
+    assert torch.allclose(nrmse(2 * y, y, torch.tensor([True, False])), torch.ones(3))
+
+    def double(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return 2 * x
+
+    traj = rollout(double, y, 3, torch.zeros(3, dtype=torch.long), torch.tensor([True, False]))
+    assert traj.shape == (3, 3, 2, 8, 8)
+    assert torch.equal(traj[:, 2, 0], 8 * y[:, 0]) and (traj[:, :, 1] == 0).all()
+
+
+def test_bench_prints_scaling_table_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from icml25.physics.pde_transformer.bench import main
+
+    assert main(["--json", "--sizes", "32", "64", "--repeats", "1"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert [r["res"] for r in table["rows"]] == [32, 64]
+    assert all(r["ratio"] > 0 for r in table["rows"])
+    assert math.isfinite(table["exponent_dit"]) and math.isfinite(table["exponent_pde_transformer"])
+    with pytest.raises(SystemExit):
+        main(["--sizes", "48", "64"])
