@@ -1,0 +1,66 @@
+"""scikit-learn's bundled digits (8×8, 17 grey levels) with a fixed train/val/test split.
+
+Part of the TarFlow claim check (*Normalizing Flows are Capable Generative Models*, ICML 2025,
+https://arxiv.org/abs/2412.06329). 1797 images with integer values 0–16 (L = 17 levels). The
+split is fixed (stratified, ``random_state=0``): 360 test images, and of the remaining 1437,
+10% (144) are held out for model selection, leaving 1293 for training. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["DigitsDataset", "load_digits_dataset", "DIGITS_LEVELS"]
+
+DIGITS_LEVELS = 17
+
+
+@dataclass(frozen=True)
+class DigitsDataset:
+    """Integer images (n, 1, 8, 8) int64 in [0, 16] and labels (n,) int64 per split."""
+
+    x_train: Tensor
+    y_train: Tensor
+    x_val: Tensor
+    y_val: Tensor
+    x_test: Tensor
+    y_test: Tensor
+    num_levels: int = DIGITS_LEVELS
+    num_classes: int = 10
+
+
+def load_digits_dataset(
+    *, test_size: int = 360, val_frac: float = 0.1, random_state: int = 0
+) -> DigitsDataset:
+    """The fixed digits split (defaults: 1293 train, 144 val, 360 test)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    if not 0 < test_size < 1797 or not 0 < val_frac < 1:
+        raise ValueError(
+            f"test_size must be in (0, 1797) and val_frac in (0, 1), got {test_size}, {val_frac}"
+        )
+    digits = load_digits()
+    x = digits.images.astype("int64")
+    y = digits.target.astype("int64")
+    x_tv, x_te, y_tv, y_te = train_test_split(
+        x, y, test_size=test_size, stratify=y, random_state=random_state
+    )
+    x_tr, x_va, y_tr, y_va = train_test_split(
+        x_tv, y_tv, test_size=val_frac, stratify=y_tv, random_state=random_state
+    )
+
+    def t(a: object) -> Tensor:
+        return torch.as_tensor(a)
+
+    return DigitsDataset(
+        x_train=t(x_tr)[:, None],
+        y_train=t(y_tr),
+        x_val=t(x_va)[:, None],
+        y_val=t(y_va),
+        x_test=t(x_te)[:, None],
+        y_test=t(y_te),
+    )

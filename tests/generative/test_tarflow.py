@@ -1,0 +1,460 @@
+"""Unit tests for icml25.generative.tarflow (TarFlow, Zhai et al., ICML 2025, arXiv 2412.06329)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import Tensor
+
+from icml25.generative.tarflow import (
+    ActNorm,
+    CouplingFlow,
+    CouplingFlowConfig,
+    TarFlow,
+    TarFlowConfig,
+    TrainConfig,
+    bayes_classify,
+    bits_per_dim,
+    count_parameters,
+    denoise,
+    dequantize,
+    load_digits_dataset,
+    lr_at,
+    match_coupling_hidden,
+    noise_augment,
+    patchify,
+    squeeze,
+    train_flow,
+    unpatchify,
+    unsqueeze,
+)
+
+torch.set_num_threads(1)
+
+
+def _tarflow(**kw: object) -> TarFlow:
+    base: dict[str, object] = dict(
+        in_channels=1, img_size=4, patch_size=2, channels=16, num_blocks=2, layers_per_block=1, head_dim=8
+    )
+    base.update(kw)
+    torch.manual_seed(0)
+    model = TarFlow(TarFlowConfig(**base))  # type: ignore[arg-type]
+    _randomize(model)
+    return model.double().eval()
+
+
+def _randomize(model: torch.nn.Module, scale: float = 0.3) -> None:
+    """Give the zero-initialised output layers random weights so the flow is not the identity."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "proj_out" in name or name.endswith(("4.weight", "4.bias")):
+                p.copy_(scale * torch.randn(p.shape, generator=gen))
+
+
+def _coupling(**kw: object) -> CouplingFlow:
+    base: dict[str, object] = dict(in_channels=1, img_size=4, num_levels=2, steps_per_level=2, hidden=8)
+    base.update(kw)
+    torch.manual_seed(0)
+    model = CouplingFlow(CouplingFlowConfig(**base)).double()  # type: ignore[arg-type]
+    _randomize(model)
+    model.train()
+    model(torch.randn(16, model.config.in_channels, model.config.img_size, model.config.img_size).double())
+    return model.eval()  # ActNorm now holds a data-dependent (non-trivial) initialisation
+
+
+def _x(model: TarFlow | CouplingFlow, n: int = 3, seed: int = 0) -> Tensor:
+    c = model.config
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, c.in_channels, c.img_size, c.img_size, generator=gen) * 2 - 1).double()
+
+
+# ---------------------------------------------------------------- patchify
+
+
+@settings(max_examples=20, deadline=None)
+@given(c=st.integers(1, 3), p=st.sampled_from([1, 2, 4]), k=st.integers(1, 3))
+def test_patchify_round_trip_and_token_layout(c: int, p: int, k: int) -> None:
+    size = p * k
+    x = torch.randn(2, c, size, size)
+    u = patchify(x, p)
+    assert u.shape == (2, k * k, c * p * p)
+    torch.testing.assert_close(unpatchify(u, p, c, size), x)
+    # matches F.unfold's layout: token t = row-major patch, features (c, p1, p2)
+    ref = torch.nn.functional.unfold(x, kernel_size=p, stride=p).transpose(1, 2)
+    torch.testing.assert_close(u, ref)
+
+
+def test_squeeze_round_trip() -> None:
+    x = torch.randn(2, 3, 8, 8)
+    assert squeeze(x).shape == (2, 12, 4, 4)
+    torch.testing.assert_close(unsqueeze(squeeze(x)), x)
+
+
+# ---------------------------------------------------------------- invertibility and log-det
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"nvp": False},
+        {"alternate": False},
+        {"num_classes": 3},
+        {"patch_size": 1, "num_blocks": 3},
+        {"in_channels": 3, "layers_per_block": 2},
+    ],
+)
+def test_tarflow_invertible(kw: dict[str, object]) -> None:
+    model = _tarflow(**kw)
+    x = _x(model)
+    y = torch.tensor([0, 2, -1]) if kw.get("num_classes") else None
+    z, logdet = model(x, y)
+    assert z.shape == x.shape and logdet.shape == (3,)
+    assert not torch.allclose(z, x)  # the randomised flow is not the identity
+    assert (model.inverse(z, y) - x).abs().max() < 1e-5
+
+
+def test_coupling_invertible() -> None:
+    for kw in ({}, {"in_channels": 3, "img_size": 8, "checkerboard_steps": 3, "num_levels": 3}):
+        model = _coupling(**kw)
+        x = _x(model)
+        z, _ = model(x)
+        assert not torch.allclose(z, x)
+        assert (model.inverse(z) - x).abs().max() < 1e-5
+
+
+def _autograd_logdet(model: TarFlow | CouplingFlow, x: Tensor) -> Tensor:
+    out = []
+    for xi in x:
+        J = torch.autograd.functional.jacobian(lambda v: model(v[None])[0].flatten(), xi)
+        out.append(torch.linalg.slogdet(J.reshape(xi.numel(), xi.numel()))[1])
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("kw", [{}, {"patch_size": 1, "num_blocks": 3}, {"num_classes": 2}])
+def test_tarflow_logdet_matches_autograd_jacobian(kw: dict[str, object]) -> None:
+    model = _tarflow(**kw)  # D = 16
+    x = _x(model, n=2)
+    _, logdet = model(x)
+    torch.testing.assert_close(logdet, _autograd_logdet(model, x), atol=1e-8, rtol=1e-8)
+
+
+def test_coupling_logdet_matches_autograd_jacobian() -> None:
+    model = _coupling()  # D = 16: checkerboard, squeeze, 1x1 conv, channel coupling, split, squeeze
+    x = _x(model, n=2)
+    _, logdet = model(x)
+    torch.testing.assert_close(logdet, _autograd_logdet(model, x), atol=1e-8, rtol=1e-8)
+
+
+def test_identity_at_initialisation() -> None:
+    torch.manual_seed(0)
+    model = TarFlow(
+        TarFlowConfig(in_channels=1, img_size=4, patch_size=2, channels=16, num_blocks=2, head_dim=8)
+    )
+    x = torch.randn(2, 1, 4, 4)
+    z, logdet = model(x)
+    torch.testing.assert_close(z, x)
+    torch.testing.assert_close(logdet, torch.zeros(2))
+
+
+# ---------------------------------------------------------------- causality
+
+
+def test_causal_mask_is_causal() -> None:
+    """Perturbing patch j leaves z of earlier patches unchanged (identity block) / later ones (flipped)."""
+    for flip_block in (False, True):
+        torch.manual_seed(0)
+        cfg = TarFlowConfig(
+            in_channels=1, img_size=4, patch_size=1, channels=16, num_blocks=2, layers_per_block=2, head_dim=8
+        )
+        model = TarFlow(cfg).double().eval()
+        _randomize(model)
+        block = model.blocks[1 if flip_block else 0]
+        u = torch.randn(2, 16, 1).double()
+        j = 7
+        u2 = u.clone()
+        u2[:, j] += 1.0
+        z1, _ = block(u, None)
+        z2, _ = block(u2, None)
+        changed = (z1 - z2).abs().amax(dim=(0, 2)) > 1e-12
+        before, after = changed[:j], changed[j + 1 :]
+        if flip_block:  # reversed order: token j conditions only tokens with a smaller index
+            assert not after.any() and before.any()
+        else:
+            assert not before.any() and after.any()
+        assert changed[j]
+
+
+def test_no_flip_leaves_first_patch_untransformed() -> None:
+    model = _tarflow(alternate=False, num_blocks=3)
+    x = _x(model)
+    z, _ = model(x)
+    torch.testing.assert_close(patchify(z, 2)[:, 0], patchify(x, 2)[:, 0])
+    z_alt, _ = _tarflow(num_blocks=3)(x)
+    assert not torch.allclose(patchify(z_alt, 2)[:, 0], patchify(x, 2)[:, 0])
+
+
+# ---------------------------------------------------------------- sampling, KV cache, guidance
+
+
+@pytest.mark.parametrize(
+    "kw, y, inv",
+    [
+        ({}, None, {}),
+        ({"nvp": False}, None, {}),
+        ({}, None, {"guidance": 1.5, "attn_temp": 0.7}),
+        ({"num_classes": 3}, [0, 1, -1], {"guidance": 2.0}),
+        ({"num_classes": 3}, [2, 2, 0], {"guidance": 1.0, "annealed": True, "guide_what": "a"}),
+        ({"num_classes": 3}, [1, 0, 0], {"guidance": 1.0, "guide_what": "b"}),
+    ],
+)
+def test_kv_cached_inversion_equals_uncached(kw: dict[str, object], y: list[int] | None, inv: dict) -> None:
+    model = _tarflow(layers_per_block=2, **kw)
+    z = _x(model, seed=3)
+    labels = None if y is None else torch.tensor(y)
+    cached = model.inverse(z, labels, use_cache=True, **inv)
+    assert torch.isfinite(cached).all()
+    naive = model.inverse(z, labels, use_cache=False, **inv)
+    torch.testing.assert_close(cached, naive, atol=1e-10, rtol=1e-10)
+
+
+def test_guidance_zero_is_plain_inverse_and_positive_changes_samples() -> None:
+    model = _tarflow(num_classes=3)
+    y = torch.tensor([0, 1, 2])
+    z = model(_x(model), y).z
+    assert torch.isfinite(model.inverse(z, y)).all()
+    torch.testing.assert_close(model.inverse(z, y, guidance=0.0), model.inverse(z, y))
+    assert not torch.allclose(model.inverse(z, y, guidance=2.0), model.inverse(z, y))
+
+
+def test_sample_shapes_and_temperature() -> None:
+    model = _tarflow().float()
+    _randomize(model, scale=0.05)  # mild weights: sampling a random deep flow can overflow
+    g = torch.Generator().manual_seed(0)
+    xs = model.sample(5, generator=g)
+    assert xs.shape == (5, 1, 4, 4) and torch.isfinite(xs).all()
+    z0 = model.sample_prior(4000, temperature=0.5, generator=torch.Generator().manual_seed(1))
+    assert abs(float(z0.std()) - 0.5) < 0.02
+
+
+def test_vp_variant_learns_prior_variance() -> None:
+    model = _tarflow(nvp=False).float().train()
+    x = 3.0 * torch.randn(64, 1, 4, 4)
+    for _ in range(30):
+        model(x)
+    assert model.var.min() > 4.0  # EMA of E[z²] with a = 0 (z = x − μ, μ small)
+    model.eval()
+    z, logdet = model(x)
+    torch.testing.assert_close(logdet, torch.zeros(64))  # volume preserving
+    lv = model.prior_log_var()
+    assert lv is not None
+    expected = 0.5 * ((z.flatten(1) ** 2) / lv.exp().flatten() + lv.flatten() + math.log(2 * math.pi)).sum(1)
+    torch.testing.assert_close(model.nll(x), expected)
+    torch.testing.assert_close(model.inverse(z), x, atol=1e-4, rtol=1e-4)  # exact inverse of forward
+    zs = model.sample_prior(2000, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(zs.var(0), lv.exp(), rtol=0.15, atol=0.0)  # draws use the learned variance
+
+
+# ---------------------------------------------------------------- likelihood accounting
+
+
+class _Uniform:
+    """The uniform density on [-1, 1]^D: NLL = D·log 2."""
+
+    def nll(self, x: Tensor, y: Tensor | None = None) -> Tensor:
+        return torch.full((x.shape[0],), x[0].numel() * math.log(2.0))
+
+
+def test_bits_per_dim_of_the_uniform_density_is_log2_levels() -> None:
+    x = torch.randint(0, 17, (5, 1, 8, 8))
+    bpd = bits_per_dim(_Uniform(), x, num_levels=17)
+    torch.testing.assert_close(bpd, torch.full((5,), math.log2(17)))
+    x256 = torch.randint(0, 256, (3, 3, 4, 4))
+    torch.testing.assert_close(bits_per_dim(_Uniform(), x256, num_levels=256), torch.full((3,), 8.0))
+
+
+def test_bits_per_dim_of_the_standard_normal_matches_formula() -> None:
+    torch.manual_seed(0)
+    model = TarFlow(
+        TarFlowConfig(in_channels=1, img_size=4, patch_size=2, channels=16, num_blocks=1, head_dim=8)
+    )
+    x = torch.randint(0, 17, (4, 1, 4, 4))
+    bpd = bits_per_dim(model, x, num_levels=17, n_dequant=2, generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    ys = [dequantize(x, 17, generator=g) for _ in range(2)]
+    nll = sum(0.5 * (y.flatten(1) ** 2).sum(1) + 8 * math.log(2 * math.pi) for y in ys) / 2
+    expected = (nll / 16 + math.log(17 / 2)) / math.log(2)
+    torch.testing.assert_close(bpd, expected)
+
+
+def test_dequantize_stays_in_bins() -> None:
+    x = torch.arange(17).reshape(1, 1, 1, 17).expand(50, 1, 1, 17)
+    y = dequantize(x, 17, generator=torch.Generator().manual_seed(0))
+    assert y.min() >= -1 and y.max() < 1
+    torch.testing.assert_close(torch.floor((y + 1) * 17 / 2).long(), x)
+
+
+def test_denoise_is_tweedie_for_a_gaussian() -> None:
+    torch.manual_seed(0)  # identity flow: p = N(0, I), score = -x, so x̂ = (1 - σ²)x
+    model = TarFlow(
+        TarFlowConfig(in_channels=1, img_size=4, patch_size=2, channels=16, num_blocks=1, head_dim=8)
+    )
+    x = torch.randn(3, 1, 4, 4)
+    torch.testing.assert_close(denoise(model, x, 0.3), (1 - 0.09) * x)
+
+
+def test_bayes_classify_picks_the_most_likely_class() -> None:
+    class Toy:
+        def nll(self, x: Tensor, y: Tensor | None = None) -> Tensor:
+            assert y is not None
+            return (x.flatten(1).mean(1) - y.float()).abs()
+
+    x = torch.tensor([0.0, 2.0, 1.1]).reshape(3, 1, 1, 1).expand(3, 1, 2, 2)
+    assert bayes_classify(Toy(), x, 3).tolist() == [0, 2, 1]
+
+
+# ---------------------------------------------------------------- baseline size, training, data
+
+
+def test_coupling_matched_within_ten_percent() -> None:
+    torch.manual_seed(0)
+    n = count_parameters(
+        TarFlow(
+            TarFlowConfig(
+                in_channels=1, img_size=8, channels=64, num_blocks=4, layers_per_block=1, head_dim=32
+            )
+        )
+    )
+    cfg = match_coupling_hidden(n, CouplingFlowConfig())
+    m = count_parameters(CouplingFlow(cfg))
+    assert abs(m - n) <= 0.1 * n
+
+
+def test_actnorm_data_dependent_init() -> None:
+    layer = ActNorm(3).train()
+    x = 2 + 5 * torch.randn(32, 3, 4, 4)
+    y, logdet = layer(x)
+    torch.testing.assert_close(y.mean(dim=(0, 2, 3)), torch.zeros(3), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-4, rtol=0)
+    torch.testing.assert_close(layer.inverse(y), x, atol=1e-4, rtol=1e-5)
+    assert logdet.shape == (32,)
+
+
+def test_lr_schedule_warmup_and_cosine() -> None:
+    c = TrainConfig(steps=100, lr=1e-3, min_lr=1e-6, warmup_steps=10)
+    lrs = [lr_at(s, c) for s in range(100)]
+    assert lrs[0] < 2e-4 and lrs[9] == pytest.approx(1e-3)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
+    assert lrs[-1] < 1e-5
+
+
+def test_training_lowers_the_loss_and_keeps_the_best_state() -> None:
+    data = load_digits_dataset()
+    torch.manual_seed(0)
+    model = TarFlow(
+        TarFlowConfig(in_channels=1, img_size=8, channels=32, num_blocks=2, layers_per_block=1, head_dim=16)
+    )
+    res = train_flow(
+        model,
+        data.x_train[:128],
+        num_levels=17,
+        config=TrainConfig(steps=20, batch_size=32, warmup_steps=2, eval_every=5),
+        seed=0,
+        x_val=data.x_val,
+    )
+    assert np.mean(res.train_bpd[-5:]) < np.mean(res.train_bpd[:5])
+    assert res.best_val_bpd == min(res.val_bpd) and res.best_step in res.val_steps
+
+
+def test_digits_split_is_fixed_and_in_range() -> None:
+    a, b = load_digits_dataset(), load_digits_dataset()
+    assert (len(a.x_train), len(a.x_val), len(a.x_test)) == (1293, 144, 360)
+    assert a.x_train.shape[1:] == (1, 8, 8) and a.x_train.dtype == torch.int64
+    assert int(a.x_train.min()) == 0 and int(a.x_train.max()) == 16
+    assert torch.equal(a.x_test, b.x_test) and torch.equal(a.y_train, b.y_train)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match="not divisible by patch_size"):
+        TarFlowConfig(img_size=10, patch_size=4)
+    with pytest.raises(ValueError, match="not divisible by patch_size"):
+        patchify(torch.zeros(1, 1, 6, 6), 4)
+    with pytest.raises(ValueError, match="multiple of head_dim"):
+        TarFlowConfig(channels=100, head_dim=64)
+    model = _tarflow()
+    with pytest.raises(ValueError, match="channels"):
+        model(torch.zeros(2, 3, 4, 4).double())
+    with pytest.raises(ValueError, match="expects 4x4"):
+        model(torch.zeros(2, 1, 8, 8).double())
+    with pytest.raises(ValueError, match="NaN"):
+        model(torch.full((1, 1, 4, 4), float("nan")).double())
+    with pytest.raises(ValueError, match="unconditional"):
+        model.inverse(torch.zeros(1, 1, 4, 4).double(), guidance=1.0)
+    with pytest.raises(ValueError, match="unconditional"):
+        model(torch.zeros(1, 1, 4, 4).double(), torch.tensor([0]))
+    cond = _tarflow(num_classes=3)
+    with pytest.raises(ValueError, match="labels must lie"):
+        cond(torch.zeros(1, 1, 4, 4).double(), torch.tensor([3]))
+    with pytest.raises(ValueError, match=r"\[0, 16\]"):
+        bits_per_dim(model, torch.full((1, 1, 4, 4), 17), num_levels=17)
+    with pytest.raises(ValueError, match=r"\[0, 16\]"):
+        dequantize(torch.full((1, 1, 4, 4), -1), 17)
+    with pytest.raises(ValueError, match="integer"):
+        dequantize(torch.full((1, 1, 4, 4), 0.5), 17)
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        noise_augment(torch.full((1, 1, 4, 4), 2.0), 0.1)
+    with pytest.raises(ValueError, match="divisible"):
+        CouplingFlowConfig(img_size=6, num_levels=2)
+    with pytest.raises(ValueError, match="expected"):
+        _coupling()(torch.zeros(1, 2, 4, 4).double())
+    with pytest.raises(ValueError, match="unconditional"):
+        _coupling()(torch.zeros(1, 1, 4, 4).double(), torch.tensor([0]))
+
+
+# ---------------------------------------------------------------- presets
+
+
+def test_paper_imagenet64_config_constructs() -> None:
+    config = TarFlowConfig()  # 2-768-8-8, the ImageNet-64 likelihood model
+    assert (config.patch_size, config.channels, config.num_blocks, config.layers_per_block) == (2, 768, 8, 8)
+    with torch.device("meta"):
+        model = TarFlow(config)
+    assert count_parameters(model) > 4e8
+    assert config.num_tokens == 1024 and config.token_dim == 12
+
+
+def test_full_preset_constructs_and_runs_one_step() -> None:
+    from icml25.generative.tarflow.check import CHECK
+
+    config = CHECK.config("full")
+    assert config.channels == 128 and config.layers_per_block == 4 and config.head_dim == 64
+    result = CHECK.run(
+        "full",
+        seeds=[0],
+        overrides={
+            "steps": 1,
+            "cond_steps": 1,
+            "n_train": 64,
+            "n_test": 20,
+            "batch_size": 16,
+            "n_dequant": 1,
+            "eval_every": 1,
+            "samples_per_class": 1,
+            "guidance_weights": (0.0, 1.0),
+        },
+    )
+    m = result.metrics
+    assert set(m) >= {"tarflow", "coupling", "tarflow_noflip"}
+    n_tf, n_cp = m["tarflow"]["params"].mean, m["coupling"]["params"].mean
+    assert abs(n_cp - n_tf) <= 0.1 * n_tf and n_tf > 1e6
+    assert math.isfinite(m["tarflow"]["test_bpd"].mean)
+    assert len(result.criteria) == 2
