@@ -1,0 +1,431 @@
+"""Unit tests for icml25.theory.lvlingam_cumulants (Tramontano et al., ICML 2025, arXiv 2506.05202)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from icml25.core.check import RunContext
+from icml25.core.progress import NullReporter
+from icml25.theory.lvlingam_cumulants import (
+    CumulantMinimization,
+    Cumulants,
+    GaussianNoiseError,
+    LvLingamGraph,
+    NoiseSpec,
+    NotIdentifiableError,
+    ProxyCumulantEstimator,
+    UnderspecifiedIVEstimator,
+    cross_moment_effect,
+    iv_graph,
+    min_dist_perm,
+    min_norm_iv,
+    ols_effect,
+    pair_polynomial_coefficients,
+    pair_root_polynomial,
+    proxy_graph,
+    random_model,
+    required_order,
+    sample_cumulant,
+    sample_moments,
+    set_partitions_no_singletons,
+    simulate_lvlingam,
+)
+from icml25.theory.lvlingam_cumulants.check import CHECK, LvLingamConfig
+from icml25.theory.lvlingam_cumulants.cumulants import _k_statistic, _plugin_cumulant
+
+NOISES = ("gamma", "beta", "lognormal", "exponential")
+
+
+def _iv_truth(model) -> np.ndarray:
+    return np.array([model.effect(1, 3), model.effect(2, 3)])
+
+
+# ---------------------------------------------------------------- cumulants
+
+
+def test_no_singleton_partition_counts() -> None:
+    # OEIS A000296: set partitions without singletons
+    assert [len(set_partitions_no_singletons(k)) for k in range(8)] == [1, 0, 1, 1, 4, 11, 41, 162]
+    for part in set_partitions_no_singletons(6):
+        assert sorted(i for b in part for i in b) == list(range(6))
+        assert all(len(b) >= 2 for b in part)
+
+
+def test_moments_match_naive_and_chunking() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.gamma(0.5, 1.0, size=(257, 3))
+    Xc = X - X.mean(axis=0)
+    big = sample_moments(X, 4)
+    small = sample_moments(X, 4, chunk_size=10)
+    assert set(big) == {a for a in itertools.product(range(5), repeat=3) if sum(a) <= 4}
+    for alpha, value in big.items():
+        naive = np.mean(np.prod(Xc ** np.array(alpha), axis=1))
+        assert value == pytest.approx(naive, rel=1e-10, abs=1e-12)
+        assert small[alpha] == pytest.approx(value, rel=1e-10, abs=1e-12)
+
+
+def test_univariate_plugin_cumulants_match_raw_moment_recursion() -> None:
+    """Partition formula vs the recursion kappa_n = mu_n - sum C(n-1, m-1) kappa_m mu_(n-m)."""
+    rng = np.random.default_rng(1)
+    x = rng.exponential(1.0, 500)
+    x = x - x.mean()
+    mu = [float(np.mean(x**k)) for k in range(7)]
+    kappa = [0.0] * 7
+    for n in range(1, 7):
+        kappa[n] = mu[n] - sum(math.comb(n - 1, m - 1) * kappa[m] * mu[n - m] for m in range(1, n))
+    cum = Cumulants.from_data(np.column_stack([x, rng.normal(size=500)]), 6)
+    for k in range(2, 7):
+        assert cum[(0,) * k] == pytest.approx(kappa[k], rel=1e-9)
+
+
+def test_k_statistics_match_scipy_kstat() -> None:
+    x = np.random.default_rng(2).gamma(0.7, 1.0, 40)
+    X = np.column_stack([x, x**2 + 1.0])
+    cum = Cumulants.from_data(X, 4, unbiased=True)
+    for k in (2, 3, 4):
+        assert cum[(0,) * k] == pytest.approx(stats.kstat(x, k), rel=1e-10)
+
+
+@pytest.mark.parametrize("idx", [(0, 1), (0, 0, 1), (0, 1, 1), (0, 0, 1, 1), (0, 1, 1, 1), (0, 0, 0, 0)])
+def test_k_statistics_are_exactly_unbiased_and_plugin_is_not(idx: tuple[int, ...]) -> None:
+    """Exact expectation over all samples of size n = 5 from a 3-point bivariate distribution."""
+    support = np.array([[0.0, 1.0], [1.0, -1.0], [3.0, 2.0]])
+    probs = np.array([1 / 2, 1 / 3, 1 / 6])
+    # population cumulants: the plug-in cumulants of the distribution written out with its weights
+    weighted = np.repeat(support, [3, 2, 1], axis=0)
+    truth = _plugin_cumulant(sample_moments(weighted, 4), idx, 2)
+    n = 5
+    e_k = e_plugin = 0.0
+    for draw in itertools.product(range(3), repeat=n):
+        prob = float(np.prod(probs[list(draw)]))
+        moments = sample_moments(support[list(draw)], 4)
+        e_k += prob * _k_statistic(moments, idx, 2, n)
+        e_plugin += prob * _plugin_cumulant(moments, idx, 2)
+    assert e_k == pytest.approx(truth, rel=1e-10, abs=1e-12)
+    assert abs(e_plugin - truth) > 1e-3 * abs(truth)  # the plug-in cumulant is biased at n = 5
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_sample_cumulants_are_multilinear(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    X = rng.gamma(0.5, 1.0, size=(300, 3))
+    M = rng.normal(size=(3, 3))
+    direct = Cumulants.from_data(X @ M.T, 5)
+    moved = Cumulants.from_data(X, 5).transform(M)
+    for k in range(2, 6):
+        np.testing.assert_allclose(direct.tensors[k], moved.tensors[k], rtol=1e-8, atol=1e-10)
+
+
+def test_sample_cumulant_agrees_with_tensor_and_is_symmetric() -> None:
+    X = np.random.default_rng(3).gamma(0.5, 1.0, size=(400, 3))
+    cum = Cumulants.from_data(X, 4)
+    assert sample_cumulant(X, (2, 0, 0, 1)) == pytest.approx(cum[(0, 0, 1, 2)], rel=1e-12)
+    assert cum[(1, 0, 2)] == cum[(2, 1, 0)]
+    assert cum.covariance == pytest.approx(np.cov(X, rowvar=False, bias=True))
+
+
+@pytest.mark.parametrize(
+    ("spec", "frozen"),
+    [
+        (NoiseSpec("gamma", (0.4, 0.3)), stats.gamma(0.4, scale=0.3)),
+        (NoiseSpec("beta", (1.7, 5.0)), stats.beta(1.7, 5.0)),
+        (NoiseSpec("lognormal", (-1.0, 0.3)), stats.lognorm(0.3, scale=math.exp(-1.0))),
+        (NoiseSpec("exponential", (1.1,)), stats.expon(scale=1.1)),
+        (NoiseSpec("uniform", (2.0,)), stats.uniform(-2.0, 4.0)),
+        (NoiseSpec("laplace", (0.7,)), stats.laplace(scale=0.7)),
+        (NoiseSpec("gaussian", (0.8,)), stats.norm(scale=0.8)),
+    ],
+)
+def test_noise_cumulants_are_exact(spec: NoiseSpec, frozen) -> None:
+    var, skew, exkurt = (float(v) for v in frozen.stats(moments="vsk"))
+    kappa = spec.cumulants(6)
+    assert kappa[:2] == pytest.approx([0.0, 0.0])
+    assert kappa[2] == pytest.approx(var, rel=1e-10)
+    assert kappa[3] == pytest.approx(skew * var**1.5, rel=1e-9, abs=1e-12)
+    assert kappa[4] == pytest.approx(exkurt * var**2, rel=1e-9, abs=1e-12)
+    draws = spec.sample(2000, np.random.default_rng(0))
+    assert abs(draws.mean()) < 5 * math.sqrt(var / 2000)  # centred
+
+
+def test_population_cumulants_match_large_sample() -> None:
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), "beta", 4)
+    pop = model.population_cumulants(3)
+    samp = Cumulants.from_data(model.sample(200_000, np.random.default_rng(5)), 3)
+    np.testing.assert_allclose(samp.covariance, pop.covariance, rtol=0.03, atol=1e-4)
+
+
+# ---------------------------------------------------------------- estimators: exact algebra
+
+
+@pytest.mark.parametrize("noise", NOISES)
+@pytest.mark.parametrize(("n_latent", "edge"), [(1, False), (1, True), (2, False), (2, True)])
+def test_proxy_estimators_exact_on_population_cumulants(noise: str, n_latent: int, edge: bool) -> None:
+    for seed in range(8):
+        model = random_model(proxy_graph(n_latent, proxy_affects_treatment=edge), noise, seed)
+        cum = model.population_cumulants(required_order(n_latent))
+        # CM's released placeholder rule ties for some models (see the next test): use "leftover"
+        est = ProxyCumulantEstimator(n_latent, proxy_affects_treatment=edge, match="leftover").fit(cum)
+        assert est.effect_ == pytest.approx(model.effect(1, 2), abs=1e-8)
+        if edge and n_latent == 1:  # ICM with one latent does not use CM's matching
+            default = ProxyCumulantEstimator(n_latent, proxy_affects_treatment=edge).estimate(cum)
+            assert default == pytest.approx(model.effect(1, 2), abs=1e-8)
+
+
+@pytest.mark.parametrize("noise", NOISES)
+def test_cumulant_minimization_and_iv_exact_on_population_cumulants(noise: str) -> None:
+    for seed in range(8):
+        model = random_model(proxy_graph(1, proxy_affects_treatment=True), noise, seed)
+        cum = model.population_cumulants(4)
+        assert CumulantMinimization().estimate(cum) == pytest.approx(model.effect(1, 2), abs=1e-8)
+        iv_model = random_model(iv_graph(), noise, seed)
+        effects = UnderspecifiedIVEstimator().fit(iv_model.population_cumulants(4)).effects_
+        np.testing.assert_allclose(effects, _iv_truth(iv_model), atol=1e-8)
+
+
+def test_released_placeholder_matching_fails_where_leftover_succeeds() -> None:
+    """The released CM rule ties when a latent ratio lies between 0 and b (documented deviation)."""
+    wrong = 0
+    for seed in range(40):
+        model = random_model(proxy_graph(2), "gamma", seed)
+        cum = model.population_cumulants(5)
+        b = model.effect(1, 2)
+        assert ProxyCumulantEstimator(2, match="leftover").estimate(cum) == pytest.approx(b, abs=1e-8)
+        wrong += abs(ProxyCumulantEstimator(2).estimate(cum) - b) > 1e-6
+    assert wrong > 0
+
+
+def test_pair_polynomial_is_the_quadratic_for_one_latent() -> None:
+    model = random_model(proxy_graph(1), "gamma", 0)
+    c = model.population_cumulants(4)
+    j, i = 1, 2
+    coef = pair_polynomial_coefficients(c, j, i, 1)
+    for b in (-0.7, 0.3, 1.9):
+        M = np.array(
+            [
+                [1.0, b, b * b],
+                [c[(j, j, j)], c[(j, j, i)], c[(j, i, i)]],
+                [c[(j, j, j, j)], c[(j, j, j, i)], c[(j, j, i, i)]],
+            ]
+        )
+        assert np.polynomial.polynomial.polyval(b, coef) == pytest.approx(np.linalg.det(M), rel=1e-10)
+    roots = pair_root_polynomial(c, j, i, 1)
+    assert model.effect(1, 2) == pytest.approx(
+        roots[np.argmin(np.abs(roots - model.effect(1, 2)))], abs=1e-10
+    )
+    assert required_order(1) == 4 and required_order(2) == 5
+
+
+def test_min_dist_perm_matches_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        v1, v2 = rng.normal(size=4), rng.normal(size=4)
+        perm = min_dist_perm(v1, v2)
+        best = min(np.abs(v1 - v2[list(p)]).sum() for p in itertools.permutations(range(4)))
+        assert np.abs(v1 - v2[list(perm)]).sum() == pytest.approx(best)
+    assert min_dist_perm(np.array([1.0, 2.0]), np.array([2.0, 1.0])) == (1, 0)
+
+
+def test_baselines_known_cases() -> None:
+    # cross-moment is consistent without the Z -> T edge and one latent; biased with the edge
+    model = random_model(proxy_graph(1), "gamma", 3)
+    assert cross_moment_effect(model.population_cumulants(3)) == pytest.approx(model.effect(1, 2), abs=1e-10)
+    edge = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 3)
+    assert abs(cross_moment_effect(edge.population_cumulants(3)) - edge.effect(1, 2)) > 1e-3
+    # data path equals the cumulant path (deg 2 uses third cumulants of centred data)
+    X = edge.sample(5000, np.random.default_rng(0))
+    assert cross_moment_effect(X) == pytest.approx(cross_moment_effect(Cumulants.from_data(X, 3)), rel=1e-9)
+    # min-norm IV lies on the IV hyperplane and has the smallest norm there
+    iv = random_model(iv_graph(), "gamma", 1)
+    cum = iv.population_cumulants(2)
+    rho = cum.covariance[0] / cum.covariance[0, 0]
+    mn = min_norm_iv(cum)
+    assert rho[1] * mn[0] + rho[2] * mn[1] == pytest.approx(rho[3])
+    assert np.linalg.norm(mn) <= np.linalg.norm(_iv_truth(iv)) + 1e-12
+    # OLS: exact on a confounder-free regression
+    Xr = np.random.default_rng(1).gamma(0.5, 1.0, size=(2000, 2))
+    y = 0.4 * Xr[:, 0] - 1.2 * Xr[:, 1]
+    np.testing.assert_allclose(ols_effect(np.column_stack([Xr, y]), [0, 1], 2), [0.4, -1.2], atol=1e-10)
+
+
+def test_estimators_converge_on_samples() -> None:
+    """Sanity: with 2e5 samples the proposed estimators land near the truth on a fixed model."""
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 11)
+    X = model.sample(200_000, np.random.default_rng(0))
+    b = model.effect(1, 2)
+    assert ProxyCumulantEstimator(1, proxy_affects_treatment=True).estimate(X) == pytest.approx(b, rel=0.2)
+    iv = random_model(iv_graph(), "gamma", 2)
+    est = UnderspecifiedIVEstimator().estimate(iv.sample(200_000, np.random.default_rng(1)))
+    np.testing.assert_allclose(est, _iv_truth(iv), rtol=0.3)
+
+
+# ---------------------------------------------------------------- invariance to units
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 1000),
+    scales=st.tuples(*[st.sampled_from([-3.0, -0.5, 0.2, 2.0, 7.0])] * 3),
+)
+def test_proxy_estimators_rescale_with_units(seed: int, scales: tuple[float, float, float]) -> None:
+    """Theory: Z in any units leaves b unchanged; b scales with Y's units and inversely with T's."""
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", seed)
+    X = model.sample(3000, np.random.default_rng(seed))
+    D = np.array(scales)
+    factor = D[2] / D[1]
+    for est in (ProxyCumulantEstimator(1, proxy_affects_treatment=True), ProxyCumulantEstimator(1)):
+        try:
+            base = est.estimate(X)
+        except ValueError:
+            continue
+        assert est.estimate(X * D) == pytest.approx(factor * base, rel=1e-7, abs=1e-10)
+    base = CumulantMinimization().estimate(X)
+    assert CumulantMinimization().estimate(X * D) == pytest.approx(factor * base, rel=1e-6, abs=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 1000),
+    dz=st.sampled_from([-2.0, 0.3, 4.0]),
+    dt=st.sampled_from([-0.5, 3.0]),
+    dy=st.sampled_from([-2.0, 0.3, 4.0]),
+)
+def test_iv_estimator_rescales_with_units(seed: int, dz: float, dt: float, dy: float) -> None:
+    """Equivariant in the units of Z, Y and of both treatments together. The final Euclidean
+    projection onto the IV hyperplane (Sec. 2.4, step 4) is not equivariant when T1 and T2 are
+    rescaled differently, so that case is not claimed."""
+    model = random_model(iv_graph(), "gamma", seed)
+    X = model.sample(3000, np.random.default_rng(seed))
+    D = np.array([dz, dt, dt, dy])
+    base = UnderspecifiedIVEstimator().estimate(X)
+    np.testing.assert_allclose(
+        UnderspecifiedIVEstimator().estimate(X * D), base * dy / dt, rtol=1e-7, atol=1e-10
+    )
+    np.testing.assert_allclose(min_norm_iv(X * D), min_norm_iv(X) * dy / dt, rtol=1e-7, atol=1e-10)
+
+
+# ---------------------------------------------------------------- Gaussian noise is refused
+
+
+def test_gaussian_data_is_detected() -> None:
+    for graph, est in (
+        (
+            proxy_graph(1, proxy_affects_treatment=True),
+            ProxyCumulantEstimator(1, proxy_affects_treatment=True),
+        ),
+        (proxy_graph(2), ProxyCumulantEstimator(2)),
+        (iv_graph(), UnderspecifiedIVEstimator()),
+    ):
+        model = random_model(graph, "gaussian", 0)
+        with pytest.raises(GaussianNoiseError, match="Gaussian"):
+            est.fit(model.sample(20_000, np.random.default_rng(0)))
+        with pytest.raises(GaussianNoiseError):
+            est.fit(model.population_cumulants(required_order(2)))
+
+
+def test_gaussian_latent_makes_the_polynomial_degenerate() -> None:
+    kinds = ("gamma", "gamma", "gamma", "gaussian")  # Z, T, Y noises non-Gaussian, latent Gaussian
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), kinds, 0)
+    with pytest.raises(NotIdentifiableError, match="rank deficient"):
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(model.population_cumulants(4))
+
+
+def test_non_gaussian_data_passes_the_check() -> None:
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), "beta", 0)
+    est = ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(
+        model.sample(5000, np.random.default_rng(0))
+    )
+    assert est.gaussian_pvalues_.min() < 1e-3 and math.isfinite(est.effect_)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def _good() -> np.ndarray:
+    return random_model(proxy_graph(1), "gamma", 0).sample(500, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda X: X[:4], "at least"),
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X), "NaN or inf"),
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 7, np.inf, X), "NaN or inf"),
+        (lambda X: np.column_stack([X[:, 0], np.full(len(X), 3.0), X[:, 2]]), "constant"),
+        (lambda X: np.column_stack([X[:, 0], 2 * X[:, 0] + 1, X[:, 2]]), "collinear"),
+        (lambda X: X[:, :2], "3 columns"),
+        (lambda X: X[:, 0], "2-D"),
+    ],
+)
+def test_bad_data_is_rejected(mutate, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ProxyCumulantEstimator(1).fit(mutate(_good()))
+
+
+def test_bad_arguments_are_rejected() -> None:
+    X = _good()
+    with pytest.raises(ValueError, match="n_latent"):
+        ProxyCumulantEstimator(0).fit(X)
+    with pytest.raises(ValueError, match="refine"):
+        ProxyCumulantEstimator(1, refine="newton").fit(X)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="minimize"):
+        ProxyCumulantEstimator(2, refine="minimize").fit(X)
+    with pytest.raises(ValueError, match="max_order <= 4"):
+        ProxyCumulantEstimator(2, unbiased=True).fit(X)
+    with pytest.raises(ValueError, match="4 columns"):
+        UnderspecifiedIVEstimator().fit(X)
+    with pytest.raises(ValueError, match="order"):
+        ProxyCumulantEstimator(2).fit(Cumulants.from_data(X, 4))
+    with pytest.raises(ValueError, match="idx"):
+        sample_cumulant(X, (0, 5))
+    with pytest.raises(ValueError, match="positive"):
+        NoiseSpec("gamma", (-1.0, 1.0))
+    with pytest.raises(ValueError, match="noise"):
+        random_model(proxy_graph(1), "cauchy", 0)
+    with pytest.raises(ValueError, match="lower triangular"):
+        LvLingamGraph(((0, 1), (0, 0)), ((1,), (1,)))
+    with pytest.raises(ValueError, match="settings"):
+        LvLingamConfig(settings=("nope",))
+    with pytest.raises(ValueError, match="sample_sizes"):
+        LvLingamConfig(sample_sizes=(1000, 100))
+
+
+def test_summaries_name_the_assumed_graph() -> None:
+    assert "Z -> T -> Y" in ProxyCumulantEstimator(1, proxy_affects_treatment=True).summary()
+    assert "no Z -> T edge" in ProxyCumulantEstimator(2).summary()
+    assert "L1..L2" in ProxyCumulantEstimator(2).summary()
+    assert "minimisation" in CumulantMinimization().summary()
+    assert "T1" in UnderspecifiedIVEstimator().summary()
+
+
+def test_simulate_lvlingam_api() -> None:
+    g = proxy_graph(1, proxy_affects_treatment=True)
+    X, B = simulate_lvlingam(1000, g.obs, g.latent, "beta", rng=0)
+    assert X.shape == (1000, 3) and B.shape == (3, 4)
+    assert B[0, 3] == 1.0  # scale fixing: the first child of the latent has weight 1
+    assert np.allclose(np.diag(B[:, :3]), 1.0)
+    X2, B2 = simulate_lvlingam(1000, g.obs, g.latent, "beta", rng=0)
+    assert np.array_equal(X, X2) and np.array_equal(B, B2)
+
+
+# ---------------------------------------------------------------- the check
+
+
+def test_full_preset_constructs_and_runs_one_shortened_step(tmp_path: Path) -> None:
+    full = CHECK.config("full")
+    assert full.sample_sizes[-1] == 1_000_000 and len(full.settings) == 5
+    short = dataclasses.replace(full, sample_sizes=(300, 3000), replicates=1, noises=("gamma",))
+    ctx = RunContext(slug=CHECK.slug, scale="full", run_dir=tmp_path, reporter=NullReporter())
+    out = CHECK.run_seed(short, 0, ctx)
+    for setting in full.settings:
+        assert f"{setting}/gamma/slope" in out.metrics["cumulant"]
+        assert f"{setting}/gamma/medrel_n3000" in out.metrics["ols"]
