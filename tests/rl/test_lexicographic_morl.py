@@ -1,0 +1,295 @@
+"""Unit tests for icml25.rl.lexicographic_morl (Xue et al., ICML 2025, OpenReview RTHTyTsRT3)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.rl.lexicographic_morl import (
+    LLRL,
+    LSVIUCB,
+    LexGreedyLSVI,
+    LinearMOMDP,
+    LinearRegressionState,
+    UniformAgent,
+    confidence_radius,
+    evaluate_policy,
+    lae_tolerances,
+    lexicographic_action_elimination,
+    lexicographic_optimal_policy,
+    loglog_slope,
+    make_lex_tabular_mdp,
+    misspecify,
+    one_hot_features,
+    run_regret_experiment,
+    tradeoff_lambda,
+)
+
+
+def _lex_better(u: np.ndarray, v: np.ndarray, tol: float = 1e-9) -> bool:
+    for a, b in zip(u, v, strict=True):
+        if a > b + tol:
+            return True
+        if a < b - tol:
+            return False
+    return False
+
+
+@pytest.mark.parametrize(("S", "A", "H", "seed"), [(2, 2, 2, 0), (2, 3, 2, 1), (3, 2, 2, 2), (2, 2, 3, 3)])
+def test_lexicographic_dp_matches_brute_force(S: int, A: int, H: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    # coarse rewards and transitions make exact objective-1 ties common
+    R = rng.integers(0, 3, size=(2, S, A)) / 2.0
+    P = rng.integers(0, 2, size=(S, A, S)).astype(float)
+    P[P.sum(2) == 0, 0] = 1.0
+    P /= P.sum(2, keepdims=True)
+    pi, V, _ = lexicographic_optimal_policy(P, R, H)
+    best = None
+    for flat in itertools.product(range(A), repeat=H * S):
+        v = evaluate_policy(P, R, H, np.array(flat).reshape(H, S))
+        for x in range(S):  # the DP policy is lexicographically optimal from every start state
+            assert not _lex_better(v[:, x], V[:, 0, x])
+        if best is None or _lex_better(v[:, 0], best):
+            best = v[:, 0]
+    assert best is not None
+    np.testing.assert_allclose(best, V[:, 0, 0], atol=1e-9)
+    np.testing.assert_allclose(evaluate_policy(P, R, H, pi)[:, 0], V[:, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_generator_has_designed_optimum_ties_and_tradeoff(m: int) -> None:
+    mdp = make_lex_tabular_mdp(S=6, H=5, m=m, seed=4)
+    pi, V, Q = lexicographic_optimal_policy(mdp.P, mdp.R, mdp.H)
+    assert np.all(pi == (1 if m == 2 else 4))
+    assert np.array_equal(Q[0][..., 0], Q[0][..., 1])  # exact objective-1 ties
+    np.testing.assert_allclose(Q[0][..., 1] - Q[0][..., 2], 0.2, atol=1e-12)  # the gap
+    assert np.all(Q[0][..., 1] - Q[0][..., 3] >= 0.05)  # action 3 dominated
+    assert tradeoff_lambda(Q, pi) == pytest.approx(2.0)
+    assert mdp.dim == 6 * mdp.n_actions and mdp.misspecification == 0.0
+
+
+def test_tradeoff_lambda_infinite_when_gain_comes_for_free() -> None:
+    Q = np.zeros((2, 1, 1, 2))
+    Q[1, 0, 0, 1] = 0.5  # action 1 better on objective 2 with no loss on objective 1, but pi* = 0
+    assert tradeoff_lambda(Q, np.zeros((1, 1), dtype=int)) == float("inf")
+
+
+def test_evaluate_policy_matches_monte_carlo_for_a_stochastic_policy() -> None:
+    mdp = make_lex_tabular_mdp(S=3, H=3, seed=0)
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(mdp.n_actions), size=(3, 3))
+    V = evaluate_policy(mdp.P, mdp.R, mdp.H, probs)[:, 0]
+    n = 6000
+    total = np.zeros(2)
+    for _ in range(n):
+        x = 0
+        for h in range(3):
+            a = rng.choice(mdp.n_actions, p=probs[h, x])
+            r, x = mdp.step(h, x, a, rng)
+            total += r
+    se = np.sqrt(3 * 0.25 * 3 / n)
+    assert np.all(np.abs(total / n - V) < 4 * se)
+
+
+# ---------------------------------------------------------------- LAE
+
+
+def test_lae_tolerances_are_two_plus_four_lambda_powers() -> None:
+    np.testing.assert_allclose(lae_tolerances(3, 2.0), [2.0, 10.0, 26.0])
+    np.testing.assert_allclose(lae_tolerances(2, 0.5), [2.0, 4.0])
+    beta, C = 1.5, 0.1
+    q = np.array([[1.0, 0.0], [1.0 - 2 * beta * C + 1e-9, 5.0], [1.0 - 2 * beta * C - 1e-9, 9.0]])
+    keep = lexicographic_action_elimination(q, np.ones(3, dtype=bool), 2.0, beta, C)
+    # objective 1 keeps actions 0 and 1 (gap just inside 2 beta C); objective 2 then compares 0 and 1:
+    # 5 - 0 = 5 > 10 beta C = 1.5, so only action 1 survives
+    assert keep.tolist() == [False, True, False]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 6),
+    st.floats(0.0, 5.0),
+    st.floats(0.1, 3.0),
+    st.floats(0.01, 1.0),
+    st.integers(0, 100_000),
+)
+def test_lae_keeps_the_lexicographic_optimum_under_assumption_1(
+    A: int, lam: float, beta: float, C: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    star = int(rng.integers(A))
+    q1 = rng.random(A)
+    q1[rng.random(A) < 0.3] = 1.0  # exact ties with the optimum
+    q1[star] = 1.0
+    loss = q1[star] - q1
+    q2 = np.where(loss > 0, 0.5 + lam * loss * rng.random(A), 0.5 - rng.random(A))  # Assumption 1
+    q2[star] = 0.5
+    q = np.stack([q1, q2], axis=1)
+    noisy = q + rng.uniform(-beta * C, beta * C, size=q.shape)  # |Q_hat - Q| <= beta C
+    keep = lexicographic_action_elimination(noisy, np.ones(A, dtype=bool), lam, beta, C)
+    assert keep[star]
+
+
+def test_lae_rejects_mismatched_shapes() -> None:
+    with pytest.raises(ValueError, match="q_hat"):
+        lexicographic_action_elimination(np.zeros((3, 2)), np.ones(4, dtype=bool), 1.0, 1.0, 0.1)
+
+
+# ---------------------------------------------------------------- regression and agents
+
+
+def test_sherman_morrison_matches_inverse_and_batch_matches_sequential() -> None:
+    rng = np.random.default_rng(0)
+    H, d, m, S = 3, 5, 2, 4
+    seq, bat = LinearRegressionState(H, d, m, S), LinearRegressionState(H, d, m, S)
+    grams = np.repeat(np.eye(d)[None], H, axis=0)
+    for _ in range(20):
+        phis = rng.normal(size=(H, d)) / 3
+        rs = rng.random((H, m))
+        nxt = rng.integers(S, size=H)
+        for h in range(H):
+            seq.add(h, phis[h], rs[h], int(nxt[h]))
+            grams[h] += np.outer(phis[h], phis[h])
+        bat.add_batch(np.arange(H), phis, rs, nxt)
+    for h in range(H):
+        np.testing.assert_allclose(seq.U_inv[h], np.linalg.inv(grams[h]), atol=1e-10)
+        np.testing.assert_allclose(seq.logdet[h], np.linalg.slogdet(grams[h])[1], atol=1e-10)
+    for a, b in ((seq.U_inv, bat.U_inv), (seq.b, bat.b), (seq.M, bat.M)):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_llrl_last_step_weights_are_ridge_regression() -> None:
+    mdp = make_lex_tabular_mdp(S=3, H=2, seed=1)
+    agent = LLRL(mdp.phi, H=2, m=2, K=50, lam=2.0, rng=np.random.default_rng(0))
+    run_regret_experiment(mdp, agent, K=30, rng=np.random.default_rng(0))
+    # rebuild the step-2 regression from scratch: w = (I + Phi^T Phi)^-1 Phi^T r
+    Phi, Rw = [], []
+    agent2 = LLRL(mdp.phi, H=2, m=2, K=50, lam=2.0, rng=np.random.default_rng(0))
+    orig = agent2.observe
+
+    def spy(h: int, x: int, a: int, r: np.ndarray, x_next: int) -> None:
+        if h == 1:
+            Phi.append(mdp.phi[x, a])
+            Rw.append(r)
+        orig(h, x, a, r, x_next)
+
+    agent2.observe = spy  # type: ignore[method-assign]
+    run_regret_experiment(mdp, agent2, K=30, rng=np.random.default_rng(0))
+    F, Y = np.array(Phi), np.array(Rw)
+    w = np.linalg.solve(np.eye(mdp.dim) + F.T @ F, F.T @ Y)
+    np.testing.assert_allclose(agent2.W[1], w, atol=1e-10)
+    np.testing.assert_allclose(agent.W, agent2.W, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["llrl", "llrl_doubling", "obj1", "scalarised", "lex_greedy", "uniform"])
+def test_agents_run_and_are_reproducible(kind: str) -> None:
+    mdp = make_lex_tabular_mdp(S=3, H=3, seed=2)
+    beta = confidence_radius(mdp.dim, 3, 100, 0.05, 0.003)
+
+    def build(seed: int):  # noqa: ANN202
+        rng = np.random.default_rng(seed)
+        kw = dict(H=3, m=2, K=100)
+        if kind.startswith("llrl"):
+            return LLRL(mdp.phi, lam=2.0, refit="doubling" if "doubling" in kind else "every", rng=rng, **kw)
+        if kind in ("obj1", "scalarised"):
+            w = (1.0, 0.0) if kind == "obj1" else (1.0, 1.0)
+            return LSVIUCB(mdp.phi, weights=w, beta=beta, rng=rng, **kw)
+        if kind == "lex_greedy":
+            return LexGreedyLSVI(mdp.phi, beta=beta, rng=rng, **kw)
+        return UniformAgent(mdp.phi, 3, 2, 100, rng)
+
+    a = run_regret_experiment(mdp, build(0), K=100, rng=np.random.default_rng(1))
+    b = run_regret_experiment(mdp, build(0), K=100, rng=np.random.default_rng(1))
+    assert a.regret.shape == (2, 100)
+    np.testing.assert_array_equal(a.regret, b.regret)
+    assert np.all(np.diff(a.regret[0]) >= -1e-12)  # objective-1 regret never decreases
+    pol = build(0).episode_policy()
+    np.testing.assert_allclose(pol.sum(2), 1.0)
+
+
+# ---------------------------------------------------------------- environments and helpers
+
+
+def test_misspecification_is_zero_at_full_rank_and_positive_at_low_rank() -> None:
+    mdp = make_lex_tabular_mdp(S=4, H=3, seed=0)
+    full = misspecify(mdp, d=mdp.n_states * mdp.n_actions, seed=0)
+    low = misspecify(mdp, d=4, seed=0)
+    assert full.misspecification < 1e-8 and low.misspecification > 0.05
+    assert np.allclose(np.linalg.norm(low.phi, axis=2), 1.0)
+
+
+def test_gymnasium_episode_env() -> None:
+    env = make_lex_tabular_mdp(S=3, H=3, seed=0).to_env()
+    x, info = env.reset(seed=0)
+    assert x == 0 and info["h"] == 0
+    done = False
+    steps = 0
+    while not done:
+        x, r, done, trunc, info = env.step(1)
+        steps += 1
+        assert info["rewards"].shape == (2,) and r == info["rewards"][0] and not trunc
+    assert steps == 3
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+
+def test_loglog_slope_of_known_curves() -> None:
+    k = np.arange(1, 1001, dtype=float)
+    assert loglog_slope(3 * k) == pytest.approx(1.0, abs=1e-6)
+    assert loglog_slope(np.sqrt(k)) == pytest.approx(0.5, abs=1e-6)
+    assert loglog_slope(-k) == 0.0
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    mdp = make_lex_tabular_mdp(S=3, H=2, seed=0)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        LinearMOMDP(P=mdp.P, R=mdp.R * 2, phi=mdp.phi, H=2)
+    with pytest.raises(ValueError, match="sum to one"):
+        LinearMOMDP(P=mdp.P * 0.5, R=mdp.R, phi=mdp.phi, H=2)
+    with pytest.raises(ValueError, match="phi"):
+        LinearMOMDP(P=mdp.P, R=mdp.R, phi=mdp.phi[:, :2], H=2)
+    with pytest.raises(ValueError, match=r"\|\|phi"):
+        LinearMOMDP(P=mdp.P, R=mdp.R, phi=2 * one_hot_features(3, 4), H=2)
+    agent = LLRL(mdp.phi, H=2, m=2, K=10, lam=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="reward vector"):
+        agent.observe(0, 0, 0, np.zeros(3), 0)
+    with pytest.raises(ValueError, match="phi"):
+        LLRL(np.zeros((3, 4)), H=2, m=2, K=10, lam=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="lam"):
+        LLRL(mdp.phi, H=2, m=2, K=10, lam=-1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="lam0"):
+        make_lex_tabular_mdp(lam0=5.0)
+    with pytest.raises(ValueError, match="d must"):
+        misspecify(mdp, d=100)
+    with pytest.raises(ValueError, match="R must"):
+        lexicographic_optimal_policy(mdp.P, mdp.R[:, :2], 2)
+    with pytest.raises(ValueError, match="pi_probs"):
+        evaluate_policy(mdp.P, mdp.R, 2, np.zeros((2, 3, 5)))
+    with pytest.raises(ValueError, match="disagree"):
+        run_regret_experiment(
+            mdp, UniformAgent(mdp.phi, 3, 2, 10, np.random.default_rng(0)), K=5, rng=np.random.default_rng(0)
+        )
+
+
+def test_full_preset_constructs_and_runs_one_short_step(tmp_path) -> None:  # noqa: ANN001
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.rl.lexicographic_morl.check import CHECK
+
+    assert CHECK.config("full").K == 20_000
+    short = CHECK.config("full", {"K": 12})
+    ctx = RunContext(slug=CHECK.slug, scale="full", run_dir=tmp_path, reporter=NullReporter())
+    outcome = CHECK.run_seed(short, 0, ctx)
+    assert outcome.metrics["llrl"]["lambda_star"] == pytest.approx(2.0)
+    assert {"llrl_m3", "llrl_misspec", "lsvi_obj1"} <= set(outcome.metrics)
+
+
+def test_figures_are_drawn_with_every_variant() -> None:
+    from icml25.rl.lexicographic_morl.check import CHECK
+
+    result = CHECK.run("tiny", seeds=[0, 1], overrides={"run_m3": True, "run_misspec": True, "K": 20})
+    assert [f.file for f in result.figures] == ["regret_curves.png", "lambda_and_beta.png", "variants.png"]
