@@ -186,6 +186,7 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="plain DiT-style global-attention transformer at matched parameters",
         tags=("stochastic", "gpu", "slow", "simulated", "speed"),
+        status="checked",
     ),
     Paper(
         slug="dycodeeval",
@@ -205,7 +206,9 @@ PAPERS: tuple[Paper, ...] = (
             "rewritten variants stays roughly flat."
         ),
         baseline="static seed benchmark (original HumanEval/MBPP prompts)",
-        tags=("stochastic", "llm", "gpu", "simulated"),
+        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="selekt",
@@ -240,6 +243,7 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="cross-moment estimator (Kivva et al. 2023) and min-norm IV",
         tags=("stochastic", "slow"),
+        status="checked",
     ),
     Paper(
         slug="fedncn",
@@ -345,6 +349,7 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="noisy target-policy exploration (uniform and visitation-based) and GVFExplorer",
         tags=("stochastic", "slow"),
+        status="checked",
     ),
     Paper(
         slug="acac",
@@ -416,6 +421,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="LLM-Pruner (Taylor) and magnitude/Wanda-style structured criteria",
         tags=("stochastic", "llm", "gpu", "slow"),
+        status="checked",
+        extra="language",
     ),
     Paper(
         slug="nice",
@@ -504,6 +511,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="coupling normalizing flow (RealNVP/Glow-style) at matched size",
         tags=("stochastic", "gpu", "slow"),
+        status="checked",
+        extra="generative",
     ),
     Paper(
         slug="slogan",
@@ -574,6 +583,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="objective-1-only and scalarised LSVI-UCB",
         tags=("stochastic", "slow"),
+        status="checked",
+        extra="rl",
     ),
     Paper(
         slug="residual_matrix_transformer",
@@ -719,6 +730,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="SciPy SuperLU (splu/spsolve) and cuDSS direct solvers",
         tags=("gpu", "slow", "simulated", "speed"),
+        status="checked",
+        extra="physics",
     ),
     Paper(
         slug="aaar",
@@ -847,6 +860,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="non-negative-weight MLPs with bounded activations",
         tags=("stochastic", "simulated"),
+        status="checked",
+        extra="theory",
     ),
 )
 # fmt: on
