@@ -232,6 +232,34 @@ def test_local_chat_greedy_batched(smollm: tuple[Any, Any]) -> None:
 
 
 @needs_smollm
+def test_local_chat_stops_generating_at_a_stop_string(smollm: tuple[Any, Any]) -> None:
+    from icml25.llm.local import LocalChatModel
+
+    model, tokenizer = smollm
+    chat = LocalChatModel(model, tokenizer, name="local:test")
+    conv = [{"role": "user", "content": "Count from 1 to 30, separated by commas."}]
+    full = chat.chat(conv, max_tokens=40)[0]
+    words = full.split()
+    assert len(words) > 4, full
+    stop = words[2]
+    lengths: list[int] = []
+    original = model.generate
+
+    def recording_generate(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        lengths.append(out.shape[1] - kwargs["input_ids"].shape[1])
+        return out
+
+    model.generate = recording_generate
+    try:
+        cut = chat.chat(conv, max_tokens=40, stop=[stop])[0]
+    finally:
+        del model.generate
+    assert cut == full[: full.find(stop)]
+    assert lengths and lengths[0] < 40  # generation halted, not just the text trimmed afterwards
+
+
+@needs_smollm
 def test_perplexity_of_real_model(smollm: tuple[Any, Any]) -> None:
     model, tokenizer = smollm
     text = "The quick brown fox jumps over the lazy dog. " * 20

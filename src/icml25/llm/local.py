@@ -63,6 +63,8 @@ class LocalChatModel(ChatModel):
             "num_return_sequences": n,
             "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
         }
+        if config.stop:  # halt each sequence at its stop string instead of running to max_tokens
+            kwargs.update(stop_strings=list(config.stop), tokenizer=tok)
         if sample:
             kwargs.update(temperature=config.temperature, top_p=config.top_p, top_k=0)
         else:
