@@ -30,6 +30,8 @@ import torch.nn.functional as F  # noqa: N812
 from einops import rearrange
 from torch import Tensor, nn
 
+from icml25.nn.params import count_parameters
+
 from .model import FlowOutput, gaussian_nll
 
 __all__ = [
@@ -326,11 +328,6 @@ class CouplingFlow(nn.Module):
         device = next(self.parameters()).device
         z = torch.randn(n, c.in_channels, c.img_size, c.img_size, generator=generator, device=device)
         return self.inverse(z * temperature, y)
-
-
-def count_parameters(module: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
 def match_coupling_hidden(

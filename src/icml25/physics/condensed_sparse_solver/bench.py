@@ -69,15 +69,6 @@ def matmul_gflops(n: int = 1024, dtype: torch.dtype = torch.float64, repeats: in
     return 2 * n**3 / statistics.median(times) / 1e9
 
 
-def _median_runs(fn: Callable[[], dict[str, Any]], repeats: int) -> dict[str, Any]:
-    runs = [fn() for _ in range(repeats)]
-    out = dict(runs[-1])
-    for key in ("factor_s", "solve_s", "total_s", "merge_s"):
-        if key in out:
-            out[key] = statistics.median(r[key] for r in runs)
-    return out
-
-
 def time_ours(op: GridLaplacian, rhs: torch.Tensor, *, repeats: int = 3) -> dict[str, Any]:
     """Median factor / solve / total seconds of ours, plus residual, merge GFLOP/s and factor bytes.
 

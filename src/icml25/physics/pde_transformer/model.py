@@ -55,6 +55,8 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
+from icml25.nn.params import count_parameters
+
 __all__ = [
     "PRESETS",
     "PDETransformerConfig",
@@ -157,7 +159,8 @@ PRESETS: dict[str, PDETransformerConfig] = {
 
 
 def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
+    """All parameters of ``model`` (see :func:`icml25.nn.params.count_parameters`)."""
+    return count_parameters(model, trainable_only=False)
 
 
 def check_input(x: Tensor, cfg: PDETransformerConfig, channels: int, what: str = "x") -> None:
