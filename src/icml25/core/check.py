@@ -142,6 +142,15 @@ class ClaimCheck(Generic[C]):
     def make_figures(self, config: C, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
         """Optional: draw figures from all seeds' outcomes with ``ctx.save_figure``."""
 
+    def claim_for(self, config: C) -> Claim:
+        """The claim judged for ``config``; override when criteria depend on the config.
+
+        A check whose criteria name preset-dependent quantities (grid sizes, sample counts,
+        sequence lengths) builds them here from the config, so that ``--set`` on a size changes
+        the criteria with it instead of leaving them unevaluable. The default is :attr:`claim`.
+        """
+        return self.claim
+
     # -- the runner ---------------------------------------------------------------------------
 
     def config(self, scale: str = "small", overrides: Mapping[str, Any] | None = None) -> C:
@@ -224,17 +233,18 @@ class ClaimCheck(Generic[C]):
             self.make_figures(config, outcomes, ctx)
 
         metrics = summarize_metrics([o.metrics for o in outcomes])
-        for arm in self.claim.arms:  # every declared arm appears, even one that measured nothing
+        for arm in self.claim_for(config).arms:  # every declared arm appears, even one that measured nothing
             metrics.setdefault(arm, {})
         counts = {f"{a}.{m}": len(s.values) for a, ms in metrics.items() for m, s in ms.items()}
         partial = sorted(k for k, n in counts.items() if n != len(outcomes))
         if partial:
             notes.append("measured on fewer seeds than were run: " + ", ".join(partial))
-        criteria = tuple(evaluate_criterion(c, metrics) for c in self.claim.criteria_at(scale))
+        claim = self.claim_for(config)
+        criteria = tuple(evaluate_criterion(c, metrics) for c in claim.criteria_at(scale))
         verdict = compute_verdict(
             criteria,
             n_seeds=len(outcomes),
-            min_seeds=self.claim.min_seeds,
+            min_seeds=claim.min_seeds,
             missing_resource=missing,
             scale=scale,
         )
@@ -242,7 +252,7 @@ class ClaimCheck(Generic[C]):
             slug=self.slug,
             scale=scale,
             seeds=tuple(seeds[: len(outcomes)]),
-            claim=claim_to_json(self.claim),
+            claim=claim_to_json(claim),
             metrics=metrics,
             criteria=criteria,
             verdict=verdict,

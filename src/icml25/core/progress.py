@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
-__all__ = ["Reporter", "NullReporter", "LineReporter", "RichReporter", "make_reporter"]
+__all__ = ["ProgressFn", "Reporter", "NullReporter", "LineReporter", "RichReporter", "make_reporter"]
+
+
+ProgressFn = Callable[[int, int], None]
+"""The one progress callback of library code: ``progress(done, total)`` after each unit of work.
+
+Library functions take ``progress: ProgressFn | None = None``; a check passes
+``lambda done, total: ctx.progress("task", done, total)``.
+"""
 
 
 class Reporter(Protocol):
