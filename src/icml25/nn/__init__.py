@@ -1,4 +1,66 @@
-"""Neural-network building blocks shared by several papers.
+"""Neural-network building blocks shared by the papers: one copy of each.
 
-Import the submodule you need; this package re-exports nothing.
+* :mod:`~icml25.nn.attention` — scaled dot-product attention with masks, biases and a KV cache;
+  :class:`MultiheadAttention`.
+* :mod:`~icml25.nn.blocks` — RMSNorm, MLP / gated MLP, adaLN ``modulate``, the pre-norm
+  :class:`TransformerBlock` (optionally adaLN-Zero conditioned).
+* :mod:`~icml25.nn.embeddings` — sinusoidal and 2-D sin-cos positions, timestep embedder, RoPE,
+  ALiBi, patchify / unpatchify.
+* :mod:`~icml25.nn.optim` — matrix-only weight decay groups, the warm-up/cosine schedule.
+* :mod:`~icml25.nn.train` — :func:`fit`, the one training loop (runs under ``accelerate``).
+* :mod:`~icml25.nn.checkpoint` — atomic safetensors checkpoints with config and metadata.
+* :mod:`~icml25.nn.params` — parameter counts and size matching of baselines.
+* :mod:`~icml25.nn.distributed` — process rank and the ``accelerate`` handle.
 """
+
+from icml25.nn.attention import KVCache, MultiheadAttention, scaled_dot_product_attention
+from icml25.nn.blocks import MLP, GatedMLP, RMSNorm, TransformerBlock, modulate
+from icml25.nn.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from icml25.nn.distributed import get_accelerator, is_main_process, unwrap
+from icml25.nn.embeddings import (
+    RotaryEmbedding,
+    TimestepEmbedder,
+    alibi_bias,
+    alibi_slopes,
+    patchify,
+    sincos_2d,
+    sinusoidal_embedding,
+    unpatchify,
+)
+from icml25.nn.optim import make_optimizer, param_groups, warmup_cosine
+from icml25.nn.params import count_parameters, match_width
+from icml25.nn.train import EvalRecord, FitConfig, FitHistory, fit
+
+__all__ = [
+    "KVCache",
+    "MultiheadAttention",
+    "scaled_dot_product_attention",
+    "MLP",
+    "GatedMLP",
+    "RMSNorm",
+    "TransformerBlock",
+    "modulate",
+    "Checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+    "get_accelerator",
+    "is_main_process",
+    "unwrap",
+    "RotaryEmbedding",
+    "TimestepEmbedder",
+    "alibi_bias",
+    "alibi_slopes",
+    "patchify",
+    "sincos_2d",
+    "sinusoidal_embedding",
+    "unpatchify",
+    "make_optimizer",
+    "param_groups",
+    "warmup_cosine",
+    "count_parameters",
+    "match_width",
+    "EvalRecord",
+    "FitConfig",
+    "FitHistory",
+    "fit",
+]
