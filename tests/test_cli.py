@@ -199,3 +199,22 @@ def test_bench_passes_remaining_args(monkeypatch, tmp_path, capsys) -> None:
     monkeypatch.setattr("icml25.catalog.resolve", lambda path: lambda argv: seen.append(argv) or 0)
     assert main(["bench", SLUG, "--json", "--sizes", "65"]) == 0
     assert seen == [["--json", "--sizes", "65"]]
+
+
+def test_show_prints_the_criteria_judged_for_the_small_preset(monkeypatch, capsys) -> None:
+    import dataclasses
+
+    from icml25.catalog import get_paper
+    from icml25.core.claims import Criterion
+
+    check_class = type(get_paper(SLUG).load_check())
+
+    def claim_for(self, config):
+        probe = Criterion("probe", arm=self.claim.ours, metric=f"probe_p{config.p}", op=">", threshold=0.0)
+        return dataclasses.replace(self.claim, criteria=(probe,), headline=None)
+
+    monkeypatch.setattr(check_class, "claim_for", claim_for)
+    small_p = get_paper(SLUG).load_check().config("small").p
+    assert main(["show", SLUG, "--results", "/nonexistent"]) == 0
+    out = capsys.readouterr().out
+    assert f"probe_p{small_p}" in out and "as judged for the small preset" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -26,12 +27,14 @@ def test_presets_are_frozen_dataclasses_that_round_trip(paper: Paper) -> None:
         params = type(config).__dataclass_params__  # type: ignore[attr-defined]
         assert params.frozen, f"{paper.slug} {scale} config must be frozen"
         as_dict = config_to_dict(config)
-        rebuilt = apply_overrides(config, {k: v for k, v in as_dict.items()})
+        stored = json.loads(json.dumps(as_dict, allow_nan=False))  # as a result stores it (strict JSON)
+        rebuilt = apply_overrides(config, stored)
         assert rebuilt == config
 
 
 def test_claim_declares_criteria_for_small(paper: Paper) -> None:
-    claim = paper.load_check().claim
+    check = paper.load_check()
+    claim = check.claim_for(check.config("small"))  # the claim the runner judges at small scale
     assert claim.criteria_at("small"), f"{paper.slug} has no criterion at small scale"
     assert claim.baselines, f"{paper.slug} compares against no baseline"
 
@@ -41,10 +44,11 @@ def test_tiny_check_is_deterministic(paper: Paper) -> None:
     first = check.run("tiny", seeds=[0])
     second = check.run("tiny", seeds=[0])
 
+    claim = check.claim_for(check.config("tiny"))
+
     def untimed(result):
         return {
-            arm: {m: v for m, v in ms.items() if not check.claim.is_timed(m)}
-            for arm, ms in result.metrics.items()
+            arm: {m: v for m, v in ms.items() if not claim.is_timed(m)} for arm, ms in result.metrics.items()
         }
 
     assert untimed(first) == untimed(second)

@@ -117,12 +117,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     ]
     if paper.implemented:
         check = paper.load_check()
-        claim = check.claim
+        claim = check.claim_for(check.config("small"))  # criteria may name sizes of the preset
         out.append(
             f"  check: {paper.check_path}  (ours: {claim.ours}; baselines: {', '.join(claim.baselines)})"
         )
         out.append(f"  claim as checked ({claim.source}): {claim.statement}")
-        out.append("  criteria (declared in advance):")
+        out.append("  criteria (declared in advance), as judged for the small preset:")
         for c in claim.criteria:
             out.append(f"    - {c.name} [{', '.join(c.scales)}]: {c.describe()}  {c.description}")
     stored = _store(args.results).latest(paper.slug)
@@ -351,7 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every implemented paper")
     p.add_argument("--scale", choices=("tiny", "small", "full"), default="small")
     p.add_argument("--seeds", type=int, metavar="N", help="run seeds 0..N-1 (default: the check's own)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field; dotted keys reach nested configs (model.width=64); repeatable",
+    )
     p.add_argument("--out", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--json", action="store_true", help="print a JSON array of results on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from icml25.core.check import NeedsResource, SeedOutcome, to_jsonable
-from icml25.core.claims import VerdictKind
+from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
+from icml25.core.claims import Claim, Criterion, VerdictKind
 from icml25.core.config import ConfigError
 from icml25.core.results import ResultStore
 
@@ -80,19 +82,76 @@ def test_run_seed_must_return_outcome(toy_check, monkeypatch) -> None:
         toy_check.run("tiny")
 
 
-def test_to_jsonable() -> None:
-    import numpy as np
-
-    assert to_jsonable({"a": np.float32(1.5), "b": (np.arange(2),), "c": float("nan")}) == {
-        "a": 1.5,
-        "b": [[0, 1]],
-        "c": None,
-    }
-    with pytest.raises(TypeError):
-        to_jsonable({"x": object()})
-
-
 def test_seed_outcome_is_frozen() -> None:
     o = SeedOutcome(metrics={})
     with pytest.raises(AttributeError):
         o.metrics = {}  # type: ignore[misc]
+
+
+# -- criteria that depend on the config (ClaimCheck.claim_for) -----------------------------------
+
+
+@dataclass(frozen=True)
+class SizedConfig:
+    size: int = 32
+
+
+def sized_claim(size: int) -> Claim:
+    """Criteria whose metric names carry the problem size, as many papers' checks do."""
+    return Claim(
+        statement="ours solves the size-n problem more accurately than the baseline",
+        source="toy",
+        ours="ours",
+        baselines=("baseline",),
+        criteria=(
+            Criterion("beats", arm="ours", metric=f"acc_n{size}", op=">", other_arm="baseline"),
+            Criterion("high", arm="ours", metric=f"acc_n{size}", op=">=", threshold=0.9),
+        ),
+    )
+
+
+class StaticSizedCheck(ClaimCheck[SizedConfig]):
+    """Declares its criteria once, for the default size: an override of ``size`` breaks them."""
+
+    slug = "sized"
+    claim = sized_claim(32)
+    presets = {"tiny": SizedConfig(8), "small": SizedConfig(), "full": SizedConfig(1024)}
+
+    def run_seed(self, config: SizedConfig, seed: int, ctx: RunContext) -> SeedOutcome:
+        name = f"acc_n{config.size}"
+        return SeedOutcome(metrics={"ours": {name: 0.95}, "baseline": {name: 0.5}})
+
+
+class SizedCheck(StaticSizedCheck):
+    """Builds its criteria from the config, so ``--set size=...`` keeps them evaluable."""
+
+    def claim_for(self, config: SizedConfig) -> Claim:
+        return sized_claim(config.size)
+
+
+def test_claim_for_keeps_an_overridden_size_judged() -> None:
+    r = SizedCheck().run("small", n_seeds=1, overrides={"size": 64})
+    assert r.verdict.kind is VerdictKind.REPRODUCED, r.verdict.reason
+    assert all(c.passed for c in r.criteria)
+    assert {c["metric"] for c in r.claim["criteria"]} == {"acc_n64"}  # the stored claim is the one judged
+    assert not any("lacks metric" in n for n in r.notes)
+
+
+def test_criterion_on_a_metric_no_arm_reported_is_named_in_the_notes() -> None:
+    r = StaticSizedCheck().run("small", n_seeds=1, overrides={"size": 64})
+    assert r.verdict.kind is VerdictKind.INCONCLUSIVE
+    notes = " | ".join(r.notes)
+    for name in ("beats", "high"):
+        assert f"criterion {name!r} lacks metric ours.acc_n32: no arm reported 'acc_n32'" in notes
+    assert "reported: acc_n64" in notes
+
+
+def test_criterion_on_a_metric_one_arm_skipped_is_named_in_the_notes(monkeypatch) -> None:
+    def baseline_skipped(self, config, seed, ctx):
+        return SeedOutcome(metrics={"ours": {"acc_n32": 0.95}, "baseline": {}})
+
+    monkeypatch.setattr(SizedCheck, "run_seed", baseline_skipped)
+    r = SizedCheck().run("small", n_seeds=1)
+    assert r.verdict.kind is VerdictKind.INCONCLUSIVE
+    assert "criterion 'beats' lacks metric baseline.acc_n32: 'baseline' did not report it" in r.notes
+    assert not any("'high'" in n for n in r.notes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -20,6 +21,7 @@ from icml25.core.claims import (
     compute_verdict,
     evaluate_criterion,
     summarize_metrics,
+    to_jsonable,
 )
 
 
@@ -274,3 +276,60 @@ def test_figure_ref_accepts_plain_png_names(name: str) -> None:
     from icml25.core.claims import FigureRef
 
     assert FigureRef(name, "c").file == name
+
+
+# -- to_jsonable: the one converter to strict JSON ------------------------------------------------
+
+
+def test_to_jsonable_numpy_scalars_and_arrays() -> None:
+    import numpy as np
+
+    out = to_jsonable(
+        {
+            "a": np.float32(1.5),
+            "b": (np.arange(2),),
+            "i": np.int64(3),
+            "t": np.bool_(True),
+            "f": np.float64(2),
+        }
+    )
+    assert out == {"a": 1.5, "b": [[0, 1]], "i": 3, "t": True, "f": 2.0}
+    assert type(out["i"]) is int and type(out["t"]) is bool and type(out["f"]) is float
+    assert to_jsonable(np.array([[1.0, np.nan], [np.inf, -np.inf]])) == [[1.0, None], [None, None]]
+
+
+def test_to_jsonable_non_finite_nested_tuples_paths_and_keys() -> None:
+    from pathlib import Path
+
+    data = {"nan": float("nan"), "inf": math.inf, "deep": ((1, (2.0, -math.inf)), [Path("a/b")]), 3: "x"}
+    out = to_jsonable(data)
+    assert out == {"nan": None, "inf": None, "deep": [[1, [2.0, None]], ["a/b"]], "3": "x"}
+    json.dumps(out, allow_nan=False)  # strict JSON
+
+
+def test_to_jsonable_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    w = torch.tensor([1.0, float("nan")], requires_grad=True)
+    assert to_jsonable({"w": w, "s": torch.tensor(2), "h": torch.ones(2, dtype=torch.bfloat16)}) == {
+        "w": [1.0, None],
+        "s": 2,
+        "h": [1.0, 1.0],
+    }
+
+
+@pytest.mark.parametrize("bad", [object(), {1, 2}, {"x": [object()]}])
+def test_to_jsonable_rejects_what_json_cannot_hold(bad: object) -> None:
+    import numpy as np
+
+    with pytest.raises(TypeError, match="cannot store"):
+        to_jsonable(bad)
+    with pytest.raises(TypeError, match="cannot store"):
+        to_jsonable(np.array([bad], dtype=object))
+
+
+def test_there_is_one_json_converter() -> None:
+    import icml25.core.check as check
+    import icml25.core.claims as claims
+
+    assert not hasattr(claims, "json_safe")
+    assert "to_jsonable" not in check.__all__ and check.to_jsonable is claims.to_jsonable

@@ -30,3 +30,24 @@ def test_bad_env_value_is_rejected(monkeypatch, bad: str) -> None:
     monkeypatch.setenv("ICML25_THREADS", bad)
     with pytest.raises(ValueError, match="ICML25_THREADS"):
         set_threads()
+
+
+def test_seed_everything_takes_numpy_ints_and_repeats() -> None:
+    import random
+
+    import numpy as np
+
+    from icml25.core.runtime import seed_everything
+
+    seed_everything(np.int64(3))
+    first = (random.random(), np.random.rand(), torch.rand(1).item())
+    seed_everything(3)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == first
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "3", None])
+def test_seed_everything_rejects_bad_seeds(bad: object) -> None:
+    from icml25.core.runtime import seed_everything
+
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        seed_everything(bad)  # type: ignore[arg-type]

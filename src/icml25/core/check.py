@@ -19,7 +19,6 @@ the verdict and stores the result. A check cannot set its own verdict.
 from __future__ import annotations
 
 import dataclasses
-import math
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -27,24 +26,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-import numpy as np
-
 from icml25.core.claims import (
     SCALES,
     CheckResult,
     Claim,
+    Criterion,
     FigureRef,
+    MetricSummary,
     claim_to_json,
     compute_verdict,
     evaluate_criterion,
     summarize_metrics,
+    to_jsonable,
 )
 from icml25.core.config import ConfigError, apply_overrides, config_to_dict
 from icml25.core.progress import NullReporter, Reporter
 from icml25.core.results import ResultStore
 from icml25.core.runtime import environment, seed_everything, set_threads, utc_now
 
-__all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource", "to_jsonable"]
+__all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource"]
 
 C = TypeVar("C")
 
@@ -71,28 +71,6 @@ class SeedOutcome:
     metrics: Mapping[str, Mapping[str, float]]
     series: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays, tuples and paths to plain JSON types; NaN becomes None."""
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Path):
-        return str(obj)
-    if obj is None or isinstance(obj, bool | int | str):
-        return obj
-    try:  # torch tensors and other array-likes
-        return to_jsonable(np.asarray(obj))
-    except Exception as err:  # noqa: BLE001
-        raise TypeError(f"cannot store {type(obj).__name__} in a result") from err
 
 
 class RunContext:
@@ -232,15 +210,18 @@ class ClaimCheck(Generic[C]):
         if outcomes and missing is None:
             self.make_figures(config, outcomes, ctx)
 
+        claim = self.claim_for(config)
         metrics = summarize_metrics([o.metrics for o in outcomes])
-        for arm in self.claim_for(config).arms:  # every declared arm appears, even one that measured nothing
+        for arm in claim.arms:  # every declared arm appears, even one that measured nothing
             metrics.setdefault(arm, {})
         counts = {f"{a}.{m}": len(s.values) for a, ms in metrics.items() for m, s in ms.items()}
         partial = sorted(k for k, n in counts.items() if n != len(outcomes))
         if partial:
             notes.append("measured on fewer seeds than were run: " + ", ".join(partial))
-        claim = self.claim_for(config)
-        criteria = tuple(evaluate_criterion(c, metrics) for c in claim.criteria_at(scale))
+        applicable = claim.criteria_at(scale)
+        criteria = tuple(evaluate_criterion(c, metrics) for c in applicable)
+        if outcomes:
+            notes.extend(_unmeasured_notes(applicable, metrics))
         verdict = compute_verdict(
             criteria,
             n_seeds=len(outcomes),
@@ -256,7 +237,7 @@ class ClaimCheck(Generic[C]):
             metrics=metrics,
             criteria=criteria,
             verdict=verdict,
-            config=to_jsonable(config_to_dict(config)) if dataclasses.is_dataclass(config) else {},
+            config=config_to_dict(config) if dataclasses.is_dataclass(config) else {},
             wall_time_s=time.perf_counter() - start,
             environment=environment(),
             started_at=started_at,
@@ -265,3 +246,30 @@ class ClaimCheck(Generic[C]):
             notes=tuple(dict.fromkeys(notes)),
             run_id=run_id,
         )
+
+
+def _unmeasured_notes(
+    criteria: Sequence[Criterion], metrics: Mapping[str, Mapping[str, MetricSummary]]
+) -> list[str]:
+    """One note per criterion that names a metric its arm did not report.
+
+    A metric that *no* arm reported usually means the criterion and the check disagree on a
+    name (e.g. a ``--set`` override changed a size that the metric name carries, and the check
+    does not build its criteria from the config in ``claim_for``); the note says so.
+    """
+    reported = sorted({m for ms in metrics.values() for m in ms})
+    notes = []
+    for c in criteria:
+        sides = [(c.arm, c.metric)] + ([(c.other_arm, c.rhs_metric)] if c.other_arm is not None else [])
+        for arm, metric in sides:
+            if metric in metrics.get(arm, {}):
+                continue
+            if metric in reported:
+                notes.append(f"criterion {c.name!r} lacks metric {arm}.{metric}: {arm!r} did not report it")
+            else:
+                shown = ", ".join(reported[:12]) + (", ..." if len(reported) > 12 else "")
+                notes.append(
+                    f"criterion {c.name!r} lacks metric {arm}.{metric}: no arm reported {metric!r} "
+                    f"(reported: {shown or 'nothing'})"
+                )
+    return notes

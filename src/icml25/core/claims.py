@@ -21,7 +21,12 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import PurePath
 from typing import Any, Literal
+
+import numpy as np
+
+from icml25.core.validate import check_positive
 
 __all__ = [
     "SCALES",
@@ -35,6 +40,7 @@ __all__ = [
     "compute_verdict",
     "evaluate_criterion",
     "summarize_metrics",
+    "to_jsonable",
 ]
 
 SCALES: tuple[str, ...] = ("tiny", "small", "full")
@@ -54,6 +60,47 @@ _REDUCERS: dict[str, Any] = {
     "min": min,
     "max": max,
 }
+
+
+# ----------------------------------------------------------------------------------------------
+# Strict JSON
+# ----------------------------------------------------------------------------------------------
+
+
+def to_jsonable(obj: Any) -> Any:
+    """``obj`` as plain, strict JSON types: the one converter for everything a result stores.
+
+    Mappings become dicts with string keys; lists and tuples (nested too) become lists; numpy
+    scalars and arrays and torch tensors (any device, dtype or ``requires_grad``) become Python
+    numbers and nested lists; paths become strings; every non-finite float (NaN, +-inf) becomes
+    ``None``, since strict JSON has no NaN.
+
+    Raises:
+        TypeError: ``obj`` holds something with no JSON form (an arbitrary object, a set, ...).
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float):  # before int/str checks: covers float subclasses such as np.float64
+        return float(obj) if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, bool | str):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, PurePath):
+        return str(obj)
+    if type(obj).__module__.startswith("torch") and hasattr(obj, "detach"):
+        return to_jsonable(obj.detach().cpu().tolist())  # tolist handles bfloat16, which numpy lacks
+    if hasattr(obj, "__array__"):  # other array-likes
+        array = np.asarray(obj)
+        if array.dtype != object:
+            return to_jsonable(array.tolist())
+    raise TypeError(f"cannot store {type(obj).__name__} in a result (not JSON-able)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -176,8 +223,7 @@ class Claim:
                     raise ValueError(f"Claim: criterion {c.name!r} names arm {arm!r}, not in {sorted(arms)}")
         if self.headline is not None and self.headline not in names:
             raise ValueError(f"Claim: headline {self.headline!r} is not a criterion name ({names})")
-        if self.min_seeds < 1:
-            raise ValueError("Claim: min_seeds must be >= 1")
+        check_positive("Claim.min_seeds", self.min_seeds, integer=True)
         if self.headline_baseline is not None:
             arm, dot, metric = self.headline_baseline.partition(".")
             if not dot or not metric or arm not in self.baselines:
@@ -427,7 +473,7 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         """A strict-JSON dict (non-finite numbers become ``null``)."""
-        return json_safe(
+        return to_jsonable(
             {
                 "schema": 1,
                 "run_id": self.run_id,
@@ -556,17 +602,6 @@ def _check_claim(claim: dict[str, Any]) -> dict[str, Any]:
     if claim.get("headline_baseline") is not None:
         _str(claim["headline_baseline"])
     return claim
-
-
-def json_safe(obj: Any) -> Any:
-    """``obj`` with every non-finite float replaced by ``None`` (strict JSON has no NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_safe(v) for v in obj]
-    return obj
 
 
 def claim_to_json(claim: Claim) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,10 +34,14 @@ _STYLE: dict[str, Any] = {
 
 
 def arm_color(arm: str, ours: str, baselines: Sequence[str]) -> str:
-    """Our method is always red; baselines take the palette in declaration order."""
+    """Our method is always red; baselines take the palette in declaration order.
+
+    Any other arm gets a palette colour from a CRC-32 of its name, the same in every process
+    (Python's ``hash`` of a string is salted per process), so reruns draw identical figures.
+    """
     if arm == ours:
         return OURS_COLOR
-    idx = list(baselines).index(arm) if arm in baselines else abs(hash(arm))
+    idx = list(baselines).index(arm) if arm in baselines else zlib.crc32(arm.encode("utf-8"))
     return PALETTE[idx % len(PALETTE)]
 
 

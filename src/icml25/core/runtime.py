@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from icml25.core.validate import check_non_negative
+
 __all__ = [
     "seed_everything",
     "set_threads",
@@ -47,8 +49,8 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> None:
     Library code never relies on these global generators (it takes a seed or a generator);
     this is for experiment code and third-party code that does.
     """
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_non_negative("seed", seed, integer=True)  # bools and floats are rejected, numpy ints taken
+    seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     try:
