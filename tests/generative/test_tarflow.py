@@ -20,11 +20,9 @@ from icml25.generative.tarflow import (
     TrainConfig,
     bayes_classify,
     bits_per_dim,
-    count_parameters,
     denoise,
     dequantize,
     load_digits_dataset,
-    lr_at,
     match_coupling_hidden,
     noise_augment,
     patchify,
@@ -33,6 +31,7 @@ from icml25.generative.tarflow import (
     unpatchify,
     unsqueeze,
 )
+from icml25.nn.params import count_parameters
 
 torch.set_num_threads(1)
 
@@ -348,7 +347,7 @@ def test_actnorm_data_dependent_init() -> None:
 
 def test_lr_schedule_warmup_and_cosine() -> None:
     c = TrainConfig(steps=100, lr=1e-3, min_lr=1e-6, warmup_steps=10)
-    lrs = [lr_at(s, c) for s in range(100)]
+    lrs = [c.fit_config().lr_at(s) for s in range(100)]
     assert lrs[0] < 2e-4 and lrs[9] == pytest.approx(1e-3)
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
     assert lrs[-1] < 1e-5

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from icml25.nn.params import count_parameters
 from icml25.physics.pde_transformer import (
     PRESETS,
     DiTBaseline,
@@ -18,7 +19,6 @@ from icml25.physics.pde_transformer import (
     PDETransformer,
     PDETransformerConfig,
     PDETransformerSC,
-    count_params,
     match_dit_width,
     nrmse,
     rollout,
@@ -160,15 +160,15 @@ def test_sc_copies_known_slots_and_is_field_permutation_equivariant() -> None:
 
 def test_dit_matches_pde_transformer_parameters() -> None:
     pdet = PDETransformer(PDETransformerConfig.preset("tiny", num_classes=4))
-    dit_cfg = match_dit_width(count_params(pdet), DiTConfig(depth=5, num_heads=4, num_classes=4))
-    gap = abs(count_params(DiTBaseline(dit_cfg)) - count_params(pdet)) / count_params(pdet)
+    dit_cfg = match_dit_width(count_parameters(pdet), DiTConfig(depth=5, num_heads=4, num_classes=4))
+    gap = abs(count_parameters(DiTBaseline(dit_cfg)) - count_parameters(pdet)) / count_parameters(pdet)
     assert gap <= 0.10
-    with pytest.raises(ValueError, match="no DiT width"):
+    with pytest.raises(ValueError, match="no width gives"):
         match_dit_width(10, DiTConfig(depth=5, num_heads=4))
 
 
 def test_dit_sincos_positions_and_zero_init() -> None:
-    from icml25.physics.pde_transformer.dit import sincos_2d
+    from icml25.nn.embeddings import sincos_2d
 
     pe = sincos_2d(8, 3, 4)
     assert pe.shape == (12, 8)
@@ -180,7 +180,7 @@ def test_dit_sincos_positions_and_zero_init() -> None:
 def test_official_presets_have_reported_sizes_and_run() -> None:
     # reported: MC 33M / 130M / 518M parameters
     with torch.device("meta"):
-        sizes = {k: count_params(PDETransformer(PRESETS[k])) for k in ("S", "B", "L")}
+        sizes = {k: count_parameters(PDETransformer(PRESETS[k])) for k in ("S", "B", "L")}
         big = PDETransformer(PRESETS["L"])
         assert big(torch.zeros(1, 2, 128, 128, device="meta")).shape == (1, 2, 128, 128)
         sc = PDETransformerSC(PRESETS["B"])
@@ -202,7 +202,7 @@ def test_full_check_preset_constructs_and_trains_one_step() -> None:
     assert full.res == 256 and full.hidden_size == 96 and full.window_size == 8
     with torch.device("meta"):
         pdet, dit = build_models(full, seed=0)
-        assert abs(count_params(dit) - count_params(pdet)) / count_params(pdet) <= 0.10
+        assert abs(count_parameters(dit) - count_parameters(pdet)) / count_parameters(pdet) <= 0.10
     cfg = replace(full.model_config(), depth=(1, 1, 1, 1, 1))  # shortened: one block per stage
     model = PDETransformer(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=full.lr)

@@ -37,7 +37,6 @@ from .coupling import (
     CouplingFlow,
     CouplingFlowConfig,
     InvConv1x1,
-    count_parameters,
     match_coupling_hidden,
     squeeze,
     unsqueeze,
@@ -46,7 +45,7 @@ from .data import DIGITS_LEVELS, DigitsDataset, load_digits_dataset
 from .denoise import bayes_classify, class_nll, denoise
 from .likelihood import DensityModel, bits_per_dim, check_levels, dequantize, noise_augment, to_unit_range
 from .model import FlowOutput, TarFlow, TarFlowConfig, gaussian_nll, patchify, unpatchify
-from .train import TrainConfig, TrainResult, flow_loss_bpd, lr_at, train_flow
+from .train import TrainConfig, TrainResult, flow_loss_bpd, train_flow
 
 __all__ = [
     "DIGITS_LEVELS",
@@ -66,13 +65,11 @@ __all__ = [
     "bits_per_dim",
     "check_levels",
     "class_nll",
-    "count_parameters",
     "denoise",
     "dequantize",
     "flow_loss_bpd",
     "gaussian_nll",
     "load_digits_dataset",
-    "lr_at",
     "match_coupling_hidden",
     "noise_augment",
     "patchify",

@@ -42,8 +42,9 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.nn.params import count_parameters
 
-from .coupling import CouplingFlow, CouplingFlowConfig, count_parameters, match_coupling_hidden
+from .coupling import CouplingFlow, CouplingFlowConfig, match_coupling_hidden
 from .data import load_digits_dataset
 from .denoise import bayes_classify, denoise
 from .likelihood import bits_per_dim, noise_augment, to_unit_range
@@ -199,7 +200,7 @@ def _train_arm(
         config=train_cfg,
         seed=seed,
         x_val=data.x_val,
-        callback=lambda step, _: ctx.progress(f"train {name}", step, train_cfg.steps),
+        progress=lambda step, total: ctx.progress(f"train {name}", step, total),
     )
     draws = [
         float(
@@ -336,7 +337,7 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
             y_train=y_train,
             x_val=data.x_val,
             y_val=data.y_val,
-            callback=lambda step, _: ctx.progress("train conditional", step, train_cfg.steps),
+            progress=lambda step, total: ctx.progress("train conditional", step, total),
         )
         series["seconds"]["conditional/train"] = res.seconds
         series["curves"]["conditional"] = {

@@ -30,7 +30,7 @@ import torch.nn.functional as F  # noqa: N812
 from einops import rearrange
 from torch import Tensor, nn
 
-from icml25.nn.params import count_parameters
+from icml25.nn.params import match_width
 
 from .model import FlowOutput, gaussian_nll
 
@@ -40,7 +40,6 @@ __all__ = [
     "CouplingFlow",
     "CouplingFlowConfig",
     "InvConv1x1",
-    "count_parameters",
     "match_coupling_hidden",
     "squeeze",
     "unsqueeze",
@@ -273,6 +272,10 @@ class CouplingFlow(nn.Module):
         parts.append(h.flatten(1))
         return FlowOutput(torch.cat(parts, dim=1).view_as(x), logdet)
 
+    def prior_log_var(self) -> None:
+        """The prior is the standard normal (same interface as :meth:`TarFlow.prior_log_var`)."""
+        return None
+
     def nll(self, x: Tensor, y: Tensor | None = None) -> Tensor:
         """Per-sample negative log-likelihood in nats, (B,)."""
         z, logdet = self(x, y)
@@ -335,28 +338,15 @@ def match_coupling_hidden(
 ) -> CouplingFlowConfig:
     """``base`` with the coupling width ``hidden`` whose parameter count is closest to ``target_params``.
 
-    Parameter count grows monotonically with ``hidden``, so a bisection finds it; models are built on
+    The count grows with ``hidden``; :func:`icml25.nn.params.match_width` bisects on models built on
     the ``meta`` device (no memory, no RNG). Raises ValueError if no width comes within ``tolerance``.
     """
     from dataclasses import replace
 
-    if target_params < 1:
-        raise ValueError(f"match_coupling_hidden: target_params must be >= 1, got {target_params}")
-
-    def size(h: int) -> int:
-        with torch.device("meta"):
-            return count_parameters(CouplingFlow(replace(base, hidden=h)))
-
-    lo, hi = 1, 2
-    while size(hi) < target_params:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if size(mid) < target_params else (lo, mid)
-    best = min((lo, hi), key=lambda h: abs(size(h) - target_params))
-    if abs(size(best) - target_params) > tolerance * target_params:
-        raise ValueError(
-            f"match_coupling_hidden: no width gives {target_params} parameters within {tolerance:.0%} "
-            f"(closest: hidden={best} with {size(best)})"
-        )
-    return replace(base, hidden=best)
+    hidden = match_width(
+        lambda h: CouplingFlow(replace(base, hidden=h)),
+        target_params,
+        tolerance=tolerance,
+        trainable_only=True,
+    )
+    return replace(base, hidden=hidden)

@@ -45,9 +45,11 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, cast
 
 import torch
-import torch.nn.functional as F  # noqa: N812
-from einops import rearrange
 from torch import Tensor, nn
+
+from icml25.nn.attention import KVCache
+from icml25.nn.blocks import TransformerBlock
+from icml25.nn.embeddings import patchify, unpatchify
 
 __all__ = [
     "FlowOutput",
@@ -137,28 +139,6 @@ class TarFlowConfig:
         return self.in_channels * self.img_size**2
 
 
-def patchify(x: Tensor, patch_size: int) -> Tensor:
-    """(B, C, H, W) → (B, N, C·P²) with N = (H/P)(W/P), row-major patches (as ``F.unfold``)."""
-    if x.ndim != 4:
-        raise ValueError(f"patchify: x must be (B, C, H, W), got shape {tuple(x.shape)}")
-    H, W = x.shape[-2:]
-    if H % patch_size or W % patch_size:
-        raise ValueError(f"patchify: image size {H}x{W} is not divisible by patch_size={patch_size}")
-    return rearrange(x, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)
-
-
-def unpatchify(u: Tensor, patch_size: int, channels: int, height: int) -> Tensor:
-    """Inverse of :func:`patchify`: (B, N, C·P²) → (B, C, H, W)."""
-    return rearrange(
-        u,
-        "b (h w) (c p1 p2) -> b c (h p1) (w p2)",
-        h=height // patch_size,
-        p1=patch_size,
-        p2=patch_size,
-        c=channels,
-    )
-
-
 def gaussian_nll(z: Tensor, logdet: Tensor, log_var: Tensor | None = None) -> Tensor:
     """Per-sample NLL in nats under a diagonal Gaussian prior: ½Σ(z²/σ² + log 2πσ²) − logdet (Eq. 7)."""
     z = z.flatten(1)
@@ -168,63 +148,6 @@ def gaussian_nll(z: Tensor, logdet: Tensor, log_var: Tensor | None = None) -> Te
         lv = log_var.flatten().to(z)
         prior = 0.5 * ((z.pow(2) * torch.exp(-lv)).sum(1) + (lv + LOG_2PI).sum())
     return prior - logdet
-
-
-# ------------------------------------------------------------------------------------------------
-# Transformer pieces (pre-LN, causal, optional KV cache)
-# ------------------------------------------------------------------------------------------------
-
-
-class _KV:
-    """Per-layer key/value cache for token-by-token inversion."""
-
-    def __init__(self) -> None:
-        self.k: Tensor | None = None
-        self.v: Tensor | None = None
-
-
-class Attention(nn.Module):
-    def __init__(self, channels: int, head_dim: int) -> None:
-        super().__init__()
-        self.heads = channels // head_dim
-        self.head_dim = head_dim
-        self.norm = nn.LayerNorm(channels)
-        self.qkv = nn.Linear(channels, 3 * channels)
-        self.proj = nn.Linear(channels, channels)
-
-    def forward(self, x: Tensor, *, attn_temp: float = 1.0, cache: _KV | None = None) -> Tensor:
-        q, k, v = rearrange(self.qkv(self.norm(x)), "b n (t h e) -> t b h n e", t=3, h=self.heads)
-        # attn_temp τ divides the logits (the unconditional guidance branch of Sec. 3.3)
-        scale = 1.0 / (math.sqrt(self.head_dim) * attn_temp)
-        if cache is None:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-        else:  # one new token attends to every cached (earlier) token and itself: causal by construction
-            if cache.k is not None and cache.v is not None:
-                k = torch.cat([cache.k, k], dim=2)
-                v = torch.cat([cache.v, v], dim=2)
-            cache.k, cache.v = k, v
-            if q.shape[2] != 1:
-                raise RuntimeError("cached attention expects one token at a time")
-            out = F.scaled_dot_product_attention(q, k, v, scale=scale)
-        return self.proj(rearrange(out, "b h n e -> b n (h e)"))
-
-
-class AttentionBlock(nn.Module):
-    """x + Attn(LN(x)), then x + MLP(LN(x)) with GELU and ``mlp_ratio`` expansion."""
-
-    def __init__(self, channels: int, head_dim: int, mlp_ratio: int) -> None:
-        super().__init__()
-        self.attn = Attention(channels, head_dim)
-        self.mlp = nn.Sequential(
-            nn.LayerNorm(channels),
-            nn.Linear(channels, channels * mlp_ratio),
-            nn.GELU(),
-            nn.Linear(channels * mlp_ratio, channels),
-        )
-
-    def forward(self, x: Tensor, *, attn_temp: float = 1.0, cache: _KV | None = None) -> Tensor:
-        x = x + self.attn(x, attn_temp=attn_temp, cache=cache)
-        return x + self.mlp(x)
 
 
 class MetaBlock(nn.Module):
@@ -241,8 +164,10 @@ class MetaBlock(nn.Module):
         self.class_embed = (
             nn.Parameter(torch.randn(c.num_classes, c.channels) * 1e-2) if c.num_classes > 0 else None
         )
+        # pre-LN causal Transformer layers: x + Attn(LN(x)), x + MLP(LN(x)) (GELU, mlp_ratio)
         self.layers = nn.ModuleList(
-            AttentionBlock(c.channels, c.head_dim, c.mlp_ratio) for _ in range(c.layers_per_block)
+            TransformerBlock(c.channels, head_dim=c.head_dim, mlp_ratio=c.mlp_ratio)
+            for _ in range(c.layers_per_block)
         )
         self.proj_out = nn.Linear(c.channels, 2 * c.token_dim if c.nvp else c.token_dim)
         nn.init.zeros_(self.proj_out.weight)  # the flow starts as the identity
@@ -275,7 +200,7 @@ class MetaBlock(nn.Module):
         if cond is not None:
             h = h + cond
         for layer in self.layers:
-            h = layer(h, attn_temp=attn_temp)
+            h = layer(h, causal=True, temperature=attn_temp)  # τ divides the logits (Sec. 3.3)
         o = self.proj_out(h)
         o = torch.cat([torch.zeros_like(o[:, :1]), o[:, :-1]], dim=1)  # step 5: token t sees only < t
         return self._split(o)
@@ -288,13 +213,15 @@ class MetaBlock(nn.Module):
         logdet = -a.flatten(1).sum(1)  # step 7 (Eq. 6)
         return self.permute(z), logdet
 
-    def _step(self, tok: Tensor, t: int, cond: Tensor | None, caches: list[_KV], attn_temp: float) -> Tensor:
+    def _step(
+        self, tok: Tensor, t: int, cond: Tensor | None, caches: list[KVCache], attn_temp: float
+    ) -> Tensor:
         """Transformer output for one token at (permuted) position t, extending the KV caches."""
         h = self.proj_in(tok) + self.permute(self.pos_embed, dim=0)[t]
         if cond is not None:
             h = h + cond
         for layer, cache in zip(self.layers, caches, strict=True):
-            h = layer(h, attn_temp=attn_temp, cache=cache)
+            h = layer(h, causal=True, temperature=attn_temp, cache=cache)
         return self.proj_out(h)
 
     def reverse(
@@ -316,8 +243,8 @@ class MetaBlock(nn.Module):
         N = z.shape[1]
         guided = guidance != 0.0
         xs = [z[:, 0]]  # token 0 passes through unchanged
-        caches = [_KV() for _ in self.layers]
-        caches_u = [_KV() for _ in self.layers]
+        caches = [KVCache() for _ in self.layers]
+        caches_u = [KVCache() for _ in self.layers]
         for t in range(N - 1):
             if use_cache:
                 a, mu = self._split(self._step(xs[t][:, None], t, cond, caches, 1.0))
@@ -345,7 +272,7 @@ class MetaBlock(nn.Module):
         if cond is not None:
             h = h + cond
         for layer in self.layers:
-            h = layer(h, attn_temp=attn_temp)
+            h = layer(h, causal=True, temperature=attn_temp)
         return self._split(self.proj_out(h[:, -1:]))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .data import MultiPDEData, make_multi_pde_data
 from .dit import DiTBaseline, DiTConfig, match_dit_width
-from .model import PRESETS, PDETransformer, PDETransformerConfig, PDETransformerSC, count_params
+from .model import PRESETS, PDETransformer, PDETransformerConfig, PDETransformerSC
 from .training import TrainConfig, evaluate, nrmse, rollout, train_next_step
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "PDETransformerConfig",
     "PDETransformerSC",
     "TrainConfig",
-    "count_params",
     "evaluate",
     "make_multi_pde_data",
     "match_dit_width",

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 import torch
 
 from icml25.core.runtime import set_threads
+from icml25.nn.params import count_parameters
 
 from .dit import DiTBaseline, DiTConfig
-from .model import PDETransformer, PDETransformerConfig, count_params
+from .model import PDETransformer, PDETransformerConfig
 
 __all__ = ["main", "time_forward", "scaling_table"]
 
@@ -73,7 +74,7 @@ def scaling_table(sizes: Sequence[int] = (32, 64, 128, 256), repeats: int = 3) -
         "rows": rows,
         "exponent_pde_transformer": _exponent(tokens, [float(r["pde_transformer_s"]) for r in rows]),
         "exponent_dit": _exponent(tokens, [float(r["dit_s"]) for r in rows]),
-        "params": {"pde_transformer": count_params(pdet), "dit": count_params(dit)},
+        "params": {"pde_transformer": count_parameters(pdet), "dit": count_parameters(dit)},
         "threads": torch.get_num_threads(),
     }
 

@@ -45,10 +45,11 @@ import torch
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
 from icml25.data.pde import PDE_FAMILIES, integrate, random_initial_condition
+from icml25.nn.params import count_parameters
 
 from .data import make_multi_pde_data
 from .dit import DiTBaseline, DiTConfig, match_dit_width
-from .model import PDETransformer, PDETransformerConfig, count_params
+from .model import PDETransformer, PDETransformerConfig
 from .training import TrainConfig, evaluate, nrmse, train_next_step
 
 ARMS = ("pde_transformer", "dit")
@@ -114,7 +115,7 @@ def build_models(config: PDETransformerCheckConfig, seed: int) -> tuple[PDETrans
         patch_size=config.patch_size,
         num_classes=len(config.families),
     )
-    dcfg = match_dit_width(count_params(pdet), base)
+    dcfg = match_dit_width(count_parameters(pdet), base)
     torch.manual_seed(seed)
     return pdet, DiTBaseline(dcfg)
 
@@ -288,7 +289,7 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
         )
         ctx.progress("simulate", len(config.families), len(config.families))
         pdet, dit = build_models(config, seed)
-        n_p, n_d = count_params(pdet), count_params(dit)
+        n_p, n_d = count_parameters(pdet), count_parameters(dit)
         metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
         metrics["pde_transformer"]["params"] = float(n_p)
         metrics["dit"]["params"] = float(n_d)

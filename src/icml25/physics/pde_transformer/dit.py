@@ -20,9 +20,13 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from .model import TimestepEmbedder, _labels, _times, count_params
+from icml25.nn.blocks import TransformerBlock, modulate
+from icml25.nn.embeddings import TimestepEmbedder, sincos_2d
+from icml25.nn.params import match_width
 
-__all__ = ["DiTConfig", "DiTBaseline", "sincos_2d", "match_dit_width"]
+from .model import _labels, _times
+
+__all__ = ["DiTConfig", "DiTBaseline", "match_dit_width"]
 
 
 @dataclass(frozen=True)
@@ -59,46 +63,6 @@ class DiTConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
-def sincos_2d(dim: int, h: int, w: int) -> Tensor:
-    """Fixed 2D sin-cos positional embedding ``[h*w, dim]`` (MAE / DiT): half for rows, half for columns."""
-    quarter = dim // 4
-    omega = 1.0 / 10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter)
-    gy, gx = torch.meshgrid(
-        torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64), indexing="ij"
-    )
-    parts = []
-    for g in (gy, gx):
-        arg = g.reshape(-1, 1) * omega[None]
-        parts += [torch.sin(arg), torch.cos(arg)]
-    return torch.cat(parts, dim=1).float()
-
-
-class DiTBlock(nn.Module):
-    """adaLN-Zero block: x <- x + g1 Attn(LN(x)(1 + s1) + b1); x <- x + g2 MLP(LN(x)(1 + s2) + b2)."""
-
-    def __init__(self, dim: int, num_heads: int, mlp_ratio: float) -> None:
-        super().__init__()
-        self.num_heads = num_heads
-        self.norm1 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.norm2 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
-        hidden = int(dim * mlp_ratio)
-        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(approximate="tanh"), nn.Linear(hidden, dim))
-        self.adaLN = nn.Linear(dim, 6 * dim)  # applied to SiLU(c)
-
-    def attention(self, x: Tensor) -> Tensor:
-        B, N, D = x.shape
-        K = self.num_heads
-        q, k, v = self.qkv(x).view(B, N, 3, K, D // K).permute(2, 0, 3, 1, 4)
-        return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, N, D))
-
-    def forward(self, x: Tensor, c: Tensor) -> Tensor:
-        b1, s1, g1, b2, s2, g2 = self.adaLN(F.silu(c))[:, None].chunk(6, dim=-1)
-        x = x + g1 * self.attention(self.norm1(x) * (1 + s1) + b1)
-        return x + g2 * self.mlp(self.norm2(x) * (1 + s2) + b2)
-
-
 class DiTBaseline(nn.Module):
     """DiT-style ViT surrogate: ``[B, C_in, H, W] -> [B, C_out, H, W]`` with global attention."""
 
@@ -109,7 +73,18 @@ class DiTBaseline(nn.Module):
         self.x_embedder = nn.Conv2d(cfg.in_channels, D, p, stride=p)
         self.t_embedder = TimestepEmbedder(D)
         self.y_embedder = nn.Embedding(cfg.num_classes + 1, D)
-        self.blocks = nn.ModuleList(DiTBlock(D, cfg.num_heads, cfg.mlp_ratio) for _ in range(cfg.depth))
+        self.blocks = nn.ModuleList(
+            TransformerBlock(
+                D,
+                cfg.num_heads,
+                mlp_ratio=cfg.mlp_ratio,
+                norm_eps=1e-6,
+                norm_affine=False,
+                activation="gelu_tanh",
+                cond_dim=D,
+            )
+            for _ in range(cfg.depth)
+        )
         self.norm_final = nn.LayerNorm(D, elementwise_affine=False, eps=1e-6)
         self.adaLN_final = nn.Linear(D, 2 * D)  # applied to SiLU(c)
         self.head = nn.Linear(D, p * p * cfg.out_channels)
@@ -125,8 +100,8 @@ class DiTBaseline(nn.Module):
         nn.init.normal_(self.y_embedder.weight, std=0.02)
         nn.init.normal_(self.t_embedder.fc1.weight, std=0.02)
         nn.init.normal_(self.t_embedder.fc2.weight, std=0.02)
-        zero = [m.adaLN for m in self.modules() if isinstance(m, DiTBlock)] + [self.adaLN_final, self.head]
-        for lin in zero:  # adaLN-Zero
+        zero = [m.adaLN for m in self.modules() if isinstance(m, TransformerBlock) and m.adaLN is not None]
+        for lin in [*zero, self.adaLN_final, self.head]:  # adaLN-Zero
             nn.init.zeros_(lin.weight)
             nn.init.zeros_(lin.bias)
 
@@ -154,7 +129,7 @@ class DiTBaseline(nn.Module):
         for block in self.blocks:
             tok = block(tok, c)
         shift, scale = self.adaLN_final(F.silu(c))[:, None].chunk(2, dim=-1)
-        out = self.head(self.norm_final(tok) * (1 + scale) + shift)  # [B, h*w, p*p*C]
+        out = self.head(modulate(self.norm_final(tok), shift, scale))  # [B, h*w, p*p*C]
         out = out.transpose(1, 2).reshape(B, p * p * cfg.out_channels, h, w)
         return F.pixel_shuffle(out, p)
 
@@ -162,23 +137,15 @@ class DiTBaseline(nn.Module):
 def match_dit_width(target_params: int, base: DiTConfig, *, tolerance: float = 0.10) -> DiTConfig:
     """The DiT with ``base``'s depth and heads whose parameter count is closest to ``target_params``.
 
-    Widths are searched in steps of ``lcm(4, 2 * num_heads)``; raises ``ValueError`` if none lies
-    within ``tolerance`` (relative).
+    Widths are multiples of ``lcm(4, 2 * num_heads)`` (:func:`icml25.nn.params.match_width`); raises
+    ``ValueError`` if none lies within ``tolerance`` (relative).
     """
     step = math.lcm(4, 2 * base.num_heads)
-    best: tuple[float, DiTConfig] | None = None
-    with torch.device("meta"):
-        for width in range(step, 2049, step):
-            cfg = replace(base, hidden_size=width)
-            n = count_params(DiTBaseline(cfg))
-            gap = abs(n - target_params) / target_params
-            if best is None or gap < best[0]:
-                best = (gap, cfg)
-            if n > target_params:
-                break
-    assert best is not None
-    if best[0] > tolerance:
-        raise ValueError(
-            f"no DiT width within {tolerance:.0%} of {target_params} parameters at depth {base.depth}"
-        )
-    return best[1]
+    width = match_width(
+        lambda w: DiTBaseline(replace(base, hidden_size=w)),
+        target_params,
+        step=step,
+        max_width=2048,
+        tolerance=tolerance,
+    )
+    return replace(base, hidden_size=width)

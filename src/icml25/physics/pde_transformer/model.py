@@ -55,7 +55,8 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
-from icml25.nn.params import count_parameters
+from icml25.nn.blocks import MLP, modulate
+from icml25.nn.embeddings import TimestepEmbedder
 
 __all__ = [
     "PRESETS",
@@ -66,7 +67,6 @@ __all__ = [
     "window_partition",
     "window_reverse",
     "check_input",
-    "count_params",
 ]
 
 LOG_100 = math.log(100.0)
@@ -158,11 +158,6 @@ PRESETS: dict[str, PDETransformerConfig] = {
 }
 
 
-def count_params(model: nn.Module) -> int:
-    """All parameters of ``model`` (see :func:`icml25.nn.params.count_parameters`)."""
-    return count_parameters(model, trainable_only=False)
-
-
 def check_input(x: Tensor, cfg: PDETransformerConfig, channels: int, what: str = "x") -> None:
     """Raise ``ValueError`` unless ``x`` is ``[..., channels, H, W]`` with a fitting, finite grid."""
     H, W = x.shape[-2:]
@@ -182,26 +177,6 @@ def check_input(x: Tensor, cfg: PDETransformerConfig, channels: int, what: str =
 # ----------------------------------------------------------------------------------------------
 # Conditioning
 # ----------------------------------------------------------------------------------------------
-
-
-def timestep_embedding(t: Tensor, dim: int, max_period: float = 10000.0) -> Tensor:
-    """Sinusoidal embedding ``[B] -> [B, dim]`` (GLIDE / DiT)."""
-    half = dim // 2
-    freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
-    args = t[:, None].float() * freqs[None]
-    emb = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
-    return F.pad(emb, (0, dim % 2))
-
-
-class TimestepEmbedder(nn.Module):
-    def __init__(self, hidden: int, freq_dim: int = 256) -> None:
-        super().__init__()
-        self.freq_dim = freq_dim
-        self.fc1 = nn.Linear(freq_dim, hidden)
-        self.fc2 = nn.Linear(hidden, hidden)
-
-    def forward(self, t: Tensor) -> Tensor:
-        return self.fc2(F.silu(self.fc1(timestep_embedding(t, self.freq_dim))))
 
 
 def _labels(y: Tensor | None, batch: int, num_classes: int, device: torch.device) -> Tensor:
@@ -323,11 +298,6 @@ class WindowAttention(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 
-class Mlp(nn.Sequential):
-    def __init__(self, dim: int, hidden: int) -> None:
-        super().__init__(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
-
-
 class PDEBlock(nn.Module):
     """One PDE-Transformer block on windowed tokens ``[B', nW, N, D]`` with (1 + gate) adaLN.
 
@@ -348,7 +318,7 @@ class PDEBlock(nn.Module):
         self.norm1 = nn.LayerNorm(dim)
         self.attn = WindowAttention(dim, num_heads, window_size, cpb_hidden)
         self.norm2 = nn.LayerNorm(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio))
+        self.mlp = MLP(dim, int(dim * mlp_ratio))
         self.channel_attention = channel_attention
         n_mod = 9 if channel_attention else 6
         if channel_attention:
@@ -360,16 +330,16 @@ class PDEBlock(nn.Module):
         mods = self.adaLN(F.silu(c))[:, None, None].chunk(9 if self.channel_attention else 6, dim=-1)
         b1, s1, g1, b2, s2, g2 = mods[:6]
         # x <- x + (1 + gate1) Attn(LN(x)(1 + scale1) + shift1)
-        x = x + (1 + g1) * self.attn(self.norm1(x) * (1 + s1) + b1, mask)
+        x = x + (1 + g1) * self.attn(modulate(self.norm1(x), b1, s1), mask)
         if self.channel_attention:
             b3, s3, g3 = mods[6:]
-            y = self.norm_c(x) * (1 + s3) + b3
+            y = modulate(self.norm_c(x), b3, s3)
             Bc, nW, N, D = y.shape
             y = y.view(Bc // n_fields, n_fields, nW, N, D).permute(0, 2, 3, 1, 4)  # [B, nW, N, C, D]
             y = self.chan_attn(y).permute(0, 3, 1, 2, 4).reshape(Bc, nW, N, D)
             x = x + (1 + g3) * y
         # x <- x + (1 + gate2) MLP(LN(x)(1 + scale2) + shift2)
-        return x + (1 + g2) * self.mlp(self.norm2(x) * (1 + s2) + b2)
+        return x + (1 + g2) * self.mlp(modulate(self.norm2(x), b2, s2))
 
 
 class PDEStage(nn.Module):
@@ -443,7 +413,7 @@ class FinalLayer(nn.Module):
 
     def forward(self, x: Tensor, c: Tensor) -> Tensor:
         shift, scale = self.adaLN(F.silu(c))[:, :, None, None].chunk(2, dim=1)
-        return self.out_proj(self.norm(x) * (1 + scale) + shift)
+        return self.out_proj(modulate(self.norm(x), shift, scale))
 
 
 class _UNetBody(nn.Module):

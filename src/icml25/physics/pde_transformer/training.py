@@ -7,17 +7,21 @@ the real (unpadded) channels, AdamW with linear warm-up and cosine decay, and cl
 
 Choices made here: gradient-norm clipping at 1.0 stands in for the reference's adaptive
 "EmaGradClip"; no EMA of weights; no gradient accumulation or mixed precision; nRMSE is computed on
-physical (de-normalised) fields over the family's real channels.
+physical (de-normalised) fields over the family's real channels. The loop is the package's
+:func:`icml25.nn.train.fit`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from icml25.core.progress import ProgressFn
+from icml25.core.validate import check_fields
+from icml25.nn.train import FitConfig, fit
 
 from .data import MultiPDEData
 
@@ -61,6 +65,8 @@ def rollout(
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """Next-step training settings (AdamW, linear warm-up then cosine decay to 0, clipping)."""
+
     steps: int = 400
     batch_size: int = 8
     lr: float = 1e-3
@@ -68,6 +74,29 @@ class TrainConfig:
     warmup: int = 20
     label_dropout: float = 0.1
     grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            positive_int=("steps", "batch_size"),
+            positive=("lr",),
+            non_negative_int=("warmup",),
+            non_negative=("weight_decay", "grad_clip"),
+            probability=("label_dropout",),
+        )
+
+    def fit_config(self) -> FitConfig:
+        """The :class:`icml25.nn.train.FitConfig` of this recipe (batches drawn with replacement)."""
+        return FitConfig(
+            steps=self.steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup_steps=self.warmup,
+            weight_decay=self.weight_decay,
+            decay_vectors=True,
+            grad_clip=self.grad_clip,
+            sampling="replacement",
+        )
 
 
 @dataclass(frozen=True)
@@ -82,49 +111,31 @@ def train_next_step(
     cfg: TrainConfig,
     *,
     seed: int,
-    progress: Callable[[int, int], None] | None = None,
+    progress: ProgressFn | None = None,
 ) -> TrainResult:
     """Train ``model(x, labels)`` to map frame t to frame t+1 on every train pair of ``data``.
 
-    Batches are drawn uniformly with a generator seeded by ``seed`` (so every model trained with the
-    same seed sees the same batches).
+    Batches are drawn uniformly with replacement by :func:`icml25.nn.train.fit` from a generator
+    seeded by ``seed`` (so every model trained with the same seed sees the same batches); the label
+    is replaced by the null label with probability ``label_dropout`` (drawn from the same generator).
+    The loss is the MSE over the family's real channels (padded channels are masked out).
     """
-    import time
-
     x_all, y_all, lab_all = data.train_pairs()
     mask_all = data.channel_mask[lab_all].float()[:, :, None, None]
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-    def lr_at(step: int) -> float:
-        if step < cfg.warmup:
-            return (step + 1) / cfg.warmup
-        frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-        return 0.5 * (1 + math.cos(math.pi * frac))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     null = len(data.families)
-    losses = []
-    start = time.perf_counter()
-    model.train()
-    for step in range(cfg.steps):
-        idx = torch.randint(len(x_all), (cfg.batch_size,), generator=gen)
-        labels = lab_all[idx]
-        drop = torch.rand(cfg.batch_size, generator=gen) < cfg.label_dropout
+    grid = x_all.shape[-1] * x_all.shape[-2]
+
+    def loss_fn(m: nn.Module, batch: tuple[Tensor, ...], gen: torch.Generator) -> Tensor:
+        x, y, labels, mask = batch
+        drop = torch.rand(len(labels), generator=gen) < cfg.label_dropout
         labels = torch.where(drop, torch.full_like(labels, null), labels)
-        m = mask_all[idx]
-        pred = model(x_all[idx], labels) * m
-        loss = ((pred - y_all[idx]) ** 2 * m).sum() / (m.sum() * x_all.shape[-1] * x_all.shape[-2])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress(step + 1, cfg.steps)
-    model.eval()
-    return TrainResult(losses=tuple(losses), seconds=time.perf_counter() - start)
+        pred = m(x, labels) * mask
+        return ((pred - y) ** 2 * mask).sum() / (mask.sum() * grid)
+
+    history = fit(
+        model, loss_fn, (x_all, y_all, lab_all, mask_all), cfg.fit_config(), seed=seed, progress=progress
+    )
+    return TrainResult(losses=history.train_loss, seconds=history.seconds)
 
 
 @torch.no_grad()
