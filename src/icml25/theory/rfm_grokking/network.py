@@ -8,7 +8,8 @@ features: its Neural Feature Matrix W1ᵀW1 correlates with sqrt(AGOP) (> 0.92 i
 Implements: :class:`QuadraticMLP` (PyTorch-default uniform init drawn from a given generator),
 the closed-form AGOP (1/n) Σ_i J(x_i)ᵀJ(x_i) with J(x) = 2 W2 diag(W1 x) W1, the NFM, and
 :func:`train_mlp`, which records test accuracy every epoch and the NFM–sqrt(AGOP) correlation and
-AGOP alignment every ``measure_every`` epochs. Left out: AGOP regularisation (App. H).
+AGOP alignment every ``measure_every`` epochs (the loop is the package's :func:`icml25.nn.train.fit`).
+Left out: AGOP regularisation (App. H).
 
 Notation: n samples, d = 2p inputs, k hidden width, c = p outputs.
 """
@@ -24,6 +25,9 @@ from typing import Protocol
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+from icml25.core.validate import check_non_negative, check_positive
+from icml25.nn.train import FitConfig, fit
 
 from .agop import psd_matrix_power
 from .measures import agop_alignment, pearson_correlation
@@ -52,8 +56,7 @@ class QuadraticMLP(nn.Module):
     ) -> None:
         super().__init__()
         for name, v in (("in_dim", in_dim), ("width", width), ("out_dim", out_dim)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            check_positive(name, v, integer=True)
         if generator is None:
             generator = torch.Generator().manual_seed(0)
         self.W1 = nn.Parameter(torch.empty(width, in_dim, dtype=dtype))  # (k, d)
@@ -199,12 +202,9 @@ def train_mlp(
         :class:`MLPTrainResult`.
     """
     for name, v in (("epochs", epochs), ("batch_size", batch_size), ("measure_every", measure_every)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
-    if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+        check_positive(name, v, integer=True)
+    check_positive("lr", lr)
+    check_non_negative("weight_decay", weight_decay)
     dtype = model.W1.dtype
     Xtr = torch.as_tensor(np.asarray(data.X_train), dtype=dtype)
     Ytr = torch.as_tensor(np.asarray(data.Y_train), dtype=dtype)
@@ -214,36 +214,50 @@ def train_mlp(
         raise ValueError(f"data.X_train must have shape (n, {model.W1.shape[1]}), got {tuple(Xtr.shape)}")
     if Ytr.shape != (Xtr.shape[0], model.W2.shape[0]):
         raise ValueError(f"data.Y_train must have shape (n, {model.W2.shape[0]}), got {tuple(Ytr.shape)}")
-    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
     n = Xtr.shape[0]
+    steps_per_epoch = math.ceil(n / batch_size)
+    config = FitConfig(
+        steps=epochs * steps_per_epoch,
+        batch_size=batch_size,
+        lr=lr,
+        schedule="constant",
+        betas=betas,
+        weight_decay=weight_decay,  # both weights are matrices: all of them decay
+        sampling="shuffle",  # a new permutation each epoch, the last partial batch kept
+        eval_every=steps_per_epoch,
+        monitor="test_acc",
+        keep_best=False,
+    )
     history: list[MLPEpoch] = []
     agops: dict[int, np.ndarray] = {}
-    start = time.perf_counter()
-    for epoch in range(1, epochs + 1):
-        model.train()
-        perm = torch.randperm(n, generator=gen)
-        total, count = 0.0, 0
-        for i in range(0, n, batch_size):
-            idx = perm[i : i + batch_size]
-            loss = ((model(Xtr[idx]) - Ytr[idx]) ** 2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-            count += len(idx)
-        model.eval()
-        _, train_acc = _square_loss_metrics(model, Xtr, Ytr)
-        test_loss, test_acc = _square_loss_metrics(model, Xte, Yte)
+    epoch_loss = [0.0, 0]  # loss-weighted sum and count of the current epoch
+
+    def loss_fn(m: nn.Module, idx: Tensor, gen: torch.Generator) -> Tensor:
+        loss = ((m(Xtr[idx]) - Ytr[idx]) ** 2).mean()
+        epoch_loss[0] += float(loss.detach()) * len(idx)
+        epoch_loss[1] += len(idx)
+        return loss
+
+    def evaluate(m: nn.Module) -> dict[str, float]:
+        epoch = len(history) + 1
+        _, train_acc = _square_loss_metrics(m, Xtr, Ytr)
+        test_loss, test_acc = _square_loss_metrics(m, Xte, Yte)
         corr = float("nan")
         if epoch % measure_every == 0 or epoch == epochs:
             G = model.agop(Xtr)
             agops[epoch] = G
             corr = pearson_correlation(model.nfm(), psd_matrix_power(G, 0.5))
-        rec = MLPEpoch(epoch, total / count, train_acc, test_loss, test_acc, nfm_agop_corr=corr)
+        rec = MLPEpoch(
+            epoch, epoch_loss[0] / epoch_loss[1], train_acc, test_loss, test_acc, nfm_agop_corr=corr
+        )
+        epoch_loss[0], epoch_loss[1] = 0.0, 0
         history.append(rec)
         if callback is not None:
             callback(rec)
+        return {"test_acc": test_acc}
+
+    start = time.perf_counter()
+    fit(model, loss_fn, n, config, seed=seed, evaluate=evaluate)
     seconds = time.perf_counter() - start
     G_final = agops[epochs]
     history = [
