@@ -294,9 +294,6 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                 model, tokenizer, name=f"local:{config.backend}", batch_size=config.batch_size
             )
 
-            def ft_progress(step: int, total: int, loss: float) -> None:
-                ctx.progress("fine-tune", step, total)
-
             tuned, losses = contaminate(
                 model,
                 tokenizer,
@@ -304,7 +301,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                 epochs=config.finetune_epochs,
                 lr=config.finetune_lr,
                 seed=seed,
-                callback=ft_progress,
+                progress=lambda step, total: ctx.progress("fine-tune", step, total),
             )
             dirty = LocalChatModel(
                 tuned, tokenizer, name=f"local:{config.backend}+leak", batch_size=config.batch_size

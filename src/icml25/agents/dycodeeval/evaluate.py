@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from icml25.core.progress import ProgressFn
 from icml25.llm.chat import ChatModel, Conversation, GenerationConfig, ScriptedChatModel
 from icml25.llm.code_eval import CompletionResult, check_completion
 
@@ -113,9 +114,12 @@ def contaminate(
     lr: float = 1e-4,
     seed: int = 0,
     freeze_embeddings: bool = True,
-    callback: Callable[[int, int, float], None] | None = None,
+    progress: ProgressFn | None = None,
 ) -> tuple[Any, list[float]]:
     """A copy of ``model`` fine-tuned on the leaked tasks' canonical solutions (simulated contamination).
+
+    Training is :func:`icml25.nn.train.fit` with batch size 1, a fresh order of the examples each
+    epoch, AdamW without weight decay at a constant learning rate.
 
     Args:
         model: a transformers causal LM (left untouched).
@@ -126,19 +130,20 @@ def contaminate(
         seed: shuffles the order of examples per epoch.
         freeze_embeddings: keep the (tied) embedding matrix fixed: a third of SmolLM2's weights,
             and most of the optimizer's cost on the CPU.
-        callback: ``callback(step, total, loss)`` after each step.
+        progress: ``progress(step, total)`` after each step.
 
     Returns:
         (the fine-tuned copy in eval mode, mean training loss per epoch).
     """
     import torch
 
+    from icml25.nn.train import FitConfig, fit
+
     if not leaked:
         return model, []
     if epochs < 1 or lr <= 0:
         raise ValueError(f"epochs must be >= 1 and lr > 0, got epochs={epochs}, lr={lr}")
     tuned = copy.deepcopy(model)
-    tuned.train()
     embeddings = tuned.get_input_embeddings() if hasattr(tuned, "get_input_embeddings") else None
     if freeze_embeddings and embeddings is not None:
         for p in embeddings.parameters():  # tied with the output head in SmolLM2
@@ -146,26 +151,22 @@ def contaminate(
     examples = []
     for task in leaked:
         ids = tokenizer(task.prompt + task.canonical_solution, add_special_tokens=False)["input_ids"]
-        ids = torch.tensor([[*ids, tokenizer.eos_token_id]])
-        examples.append((ids, ids.clone()))  # causal-LM loss on the whole solution text
-    opt = torch.optim.AdamW([p for p in tuned.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(seed)
-    total, step, history = epochs * len(examples), 0, []
-    for _ in range(epochs):
-        losses = []
-        for i in torch.randperm(len(examples), generator=gen).tolist():
-            ids, labels = examples[i]
-            loss = tuned(input_ids=ids, labels=labels).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            step += 1
-            losses.append(float(loss.detach()))
-            if callback is not None:
-                callback(step, total, losses[-1])
-        history.append(sum(losses) / len(losses))
+        examples.append(torch.tensor([[*ids, tokenizer.eos_token_id]]))  # causal-LM loss on the whole text
+
+    def loss_fn(m: Any, idx: Any, gen: Any) -> Any:
+        ids = examples[int(idx[0])]
+        return m(input_ids=ids, labels=ids).loss
+
+    config = FitConfig(
+        steps=epochs * len(examples), batch_size=1, lr=lr, schedule="constant", sampling="shuffle"
+    )
+    history = fit(tuned, loss_fn, len(examples), config, seed=seed, progress=progress)
+    per_epoch = [
+        sum(history.train_loss[i : i + len(examples)]) / len(examples)
+        for i in range(0, len(history.train_loss), len(examples))
+    ]
     tuned.eval()
-    return tuned, history
+    return tuned, per_epoch
 
 
 def _between(text: str, start: str, end: str) -> str:
