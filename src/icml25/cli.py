@@ -229,13 +229,18 @@ def _print_result(result: Any) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     from icml25.core.config import parse_overrides
     from icml25.core.progress import make_reporter
+    from icml25.nn.distributed import get_accelerator, is_main_process
 
     papers = _selected_papers(args)
     overrides = parse_overrides(args.set or [])
     if args.seeds is not None and args.seeds < 1:
         raise CliError(f"--seeds must be at least 1, got {args.seeds}")
-    store = _store(args.out)
-    store.ensure_writable()
+    # under `accelerate launch` every process runs the check (training splits each batch across
+    # them); only the main process stores the result and prints
+    main = is_main_process()
+    store = _store(args.out) if main else None
+    if store is not None:
+        store.ensure_writable()
     checks = []
     for paper in papers:  # resolve and validate every config before running anything
         check = paper.load_check()
@@ -243,7 +248,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         checks.append(check)
     results = []
     for check in checks:
-        reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet)
+        reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet or not main)
         try:
             result = check.run(
                 args.scale, n_seeds=args.seeds, overrides=overrides, store=store, reporter=reporter
@@ -251,14 +256,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         finally:
             reporter.close()
         results.append(result)
-        if not args.json:
+        if main and not args.json:
             _print_result(result)
-    if args.json:
+    if main and args.json:
         json.dump([_result_row(r) for r in results], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
-    elif len(results) > 1:
+    elif main and len(results) > 1:
         for r in results:
             print(f"{r.slug:28s} {r.scale:6s} {str(r.verdict):16s} {r.wall_time_s:8.1f} s")
+    accelerator = get_accelerator()
+    if accelerator is not None:
+        accelerator.wait_for_everyone()  # no process leaves (and is reaped) while another still trains
+        if not main:
+            return EXIT_OK  # the main process's exit code carries the verdict
     return EXIT_OK if all(r.verdict.reproduced for r in results) else EXIT_NOT_REPRODUCED
 
 

@@ -55,3 +55,49 @@ def test_two_process_fit_matches_single_process(tmp_path):
     # float64: the same global batch, split in two and averaged by DDP, gives the same steps
     assert max(abs(x - y) for x, y in zip(a["loss"], b["loss"], strict=True)) < 1e-10
     assert max(abs(x - y) for x, y in zip(a["weight"], b["weight"], strict=True)) < 1e-10
+
+
+@pytest.mark.slow
+def test_cli_check_under_two_processes_stores_one_result(tmp_path):
+    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent))
+    if accelerate is None:
+        pytest.skip("accelerate's launcher is not installed")
+    out = tmp_path / "results"
+    cmd = [
+        accelerate,
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "29518",
+        "-m",
+        "icml25.cli",
+        "check",
+        "tarflow",
+        "--scale",
+        "tiny",
+        "--out",
+        str(out),
+        "--set",
+        "conditional=False",
+        "--set",
+        "steps=4",
+        "--set",
+        "n_test=32",
+        "--set",
+        "n_train=64",
+    ]
+    proc = subprocess.run(cmd, env=_env(), timeout=400, capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: tiny never judges a claim
+    results = list(out.rglob("result.json"))
+    assert len(results) == 1, [str(p) for p in out.rglob("*")]
+    result = json.loads(results[0].read_text())
+    assert result["slug"] == "tarflow" and result["config"]["steps"] == 4
+    assert proc.stdout.count("tarflow") >= 1  # the main process printed its summary once
