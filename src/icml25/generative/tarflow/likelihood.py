@@ -30,6 +30,11 @@ class DensityModel(Protocol):
     def nll(self, x: Tensor, y: Tensor | None = None) -> Tensor: ...
 
 
+def _gen_device(generator: torch.Generator | None, x: Tensor) -> torch.device:
+    """Draw where the generator lives (a CPU generator feeds a GPU batch through a copy)."""
+    return x.device if generator is None else generator.device
+
+
 def check_levels(x_int: Tensor, num_levels: int, name: str = "x_int") -> None:
     """Raise ValueError unless ``x_int`` holds integers in [0, num_levels − 1]."""
     if num_levels < 2:
@@ -54,7 +59,7 @@ def to_unit_range(x_int: Tensor, num_levels: int) -> Tensor:
 def dequantize(x_int: Tensor, num_levels: int, *, generator: torch.Generator | None = None) -> Tensor:
     """Uniform dequantisation into [−1, 1): y = 2(x + u)/L − 1, u ~ U[0, 1)."""
     check_levels(x_int, num_levels)
-    u = torch.rand(x_int.shape, generator=generator, device=x_int.device)
+    u = torch.rand(x_int.shape, generator=generator, device=_gen_device(generator, x_int)).to(x_int.device)
     return 2 * (x_int.float() + u) / num_levels - 1
 
 
@@ -64,7 +69,7 @@ def noise_augment(x: Tensor, sigma: float, *, generator: torch.Generator | None 
         raise ValueError(f"noise_augment: sigma must be finite and >= 0, got {sigma}")
     if not torch.isfinite(x).all() or x.min() < -1 or x.max() > 1:
         raise ValueError("noise_augment: x must lie in [-1, 1] (scale the images first)")
-    eps = torch.randn(x.shape, generator=generator, device=x.device)
+    eps = torch.randn(x.shape, generator=generator, device=_gen_device(generator, x)).to(x.device)
     return x + sigma * eps
 
 

@@ -145,7 +145,7 @@ def train_flow(
         if y_train is not None:
             y = batch[1].clone()
             if config.label_drop > 0:
-                drop = torch.rand(y.shape, generator=gen) < config.label_drop
+                drop = (torch.rand(y.shape, generator=gen) < config.label_drop).to(y.device)
                 y[drop] = -1
         return _nll_per_dim(m, x, y).mean()
 

@@ -127,7 +127,7 @@ def train_next_step(
 
     def loss_fn(m: nn.Module, batch: tuple[Tensor, ...], gen: torch.Generator) -> Tensor:
         x, y, labels, mask = batch
-        drop = torch.rand(len(labels), generator=gen) < cfg.label_dropout
+        drop = (torch.rand(len(labels), generator=gen) < cfg.label_dropout).to(labels.device)
         labels = torch.where(drop, torch.full_like(labels, null), labels)
         pred = m(x, labels) * mask
         return ((pred - y) ** 2 * mask).sum() / (mask.sum() * grid)
