@@ -305,3 +305,51 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
     outcome = CHECK.run_seed(short, 0, ctx)
     assert set(outcome.metrics) == set(CHECK.claim.arms)
     assert outcome.metrics["slimllm"]["sparsity_20"] == pytest.approx(0.2, abs=0.05)
+
+
+def test_config_errors_name_the_field() -> None:
+    from icml25.language.slimllm.check import SlimLLMCheckConfig
+
+    with pytest.raises(ValueError, match=r"PruneConfig\.sparsity must lie in \(0, 1\)"):
+        PruneConfig(sparsity=1.0)
+    with pytest.raises(ValueError, match=r"PruneConfig\.skip_lowest_frac must lie in \[0, 0\.5\)"):
+        PruneConfig(skip_lowest_frac=0.5)
+    with pytest.raises(ValueError, match=r"PruneConfig\.num_pruned_layers must be a positive integer"):
+        PruneConfig(num_pruned_layers=0)
+    with pytest.raises(ValueError, match=r"SlimLLMCheckConfig\.sparsities\[1\] must lie in \(0, 1\)"):
+        SlimLLMCheckConfig(sparsities=(0.2, 1.2))
+    with pytest.raises(ValueError, match=r"SlimLLMCheckConfig\.sparsities must differ in whole percent"):
+        SlimLLMCheckConfig(sparsities=(0.2, 0.201))
+    with pytest.raises(ValueError, match=r"SlimLLMCheckConfig\.eval_batch must be a positive integer"):
+        SlimLLMCheckConfig(eval_batch=0)
+    with pytest.raises(ValueError, match=r"SlimLLMCheckConfig\.eval_windows must be an integer >= 0"):
+        SlimLLMCheckConfig(eval_windows=-1)
+
+
+def test_claim_for_follows_the_sparsities() -> None:
+    from icml25.language.slimllm.check import CHECK
+
+    small = CHECK.claim_for(CHECK.config("small"))
+    assert small == CHECK.claim and len(small.criteria_at("small")) == 24
+    assert small.headline == "beats_wanda_reg_en_20"
+    tiny = {c.name: c for c in CHECK.claim_for(CHECK.config("tiny")).criteria_at("tiny")}
+    assert tiny["tiny_budget"].metric == "sparsity_20" and tiny["tiny_budget"].threshold == 0.17
+    other = CHECK.claim_for(CHECK.config("small", {"sparsities": (0.3,)}))
+    assert len(other.criteria_at("small")) == 12 and other.headline == "beats_wanda_reg_en_30"
+    assert {c.metric for c in other.criteria_at("small")} == {"en_ppl_30", "code_ppl_30"}
+
+
+def test_sparsity_override_yields_criteria_the_check_measures() -> None:
+    from icml25.core.check import RunContext
+    from icml25.core.claims import evaluate_criterion, summarize_metrics
+    from icml25.core.progress import NullReporter
+    from icml25.language.slimllm.check import CHECK
+
+    config = CHECK.config("tiny", {"sparsities": (0.3,), "ablations": False, "eval_windows": 1})
+    ctx = RunContext(slug="slimllm", scale="tiny", run_dir=Path("."), reporter=NullReporter())
+    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
+    claim = CHECK.claim_for(config)
+    results = [evaluate_criterion(c, metrics) for c in claim.criteria]
+    assert len(results) == 14 and all("not measured" not in r.reason for r in results), [
+        r.reason for r in results
+    ]

@@ -263,3 +263,15 @@ def test_load_chat_model_openai_spec(srv: _Server, tmp_path: Path) -> None:
     assert a == b and len(srv.requests) == 1
     uncached = load_chat_model("openai:tiny-model", base_url=srv.base_url, cache=False)
     assert isinstance(uncached, OpenAIChatModel)
+
+
+def test_generation_config_errors_name_the_field() -> None:
+    with pytest.raises(ValueError, match=r"GenerationConfig\.n must be a positive integer"):
+        GenerationConfig(n=0)
+    with pytest.raises(ValueError, match=r"GenerationConfig\.temperature must be a finite number >= 0"):
+        GenerationConfig(temperature=-0.1)
+    with pytest.raises(ValueError, match=r"GenerationConfig\.top_p must lie in \(0, 1\]"):
+        GenerationConfig(top_p=0.0)
+    with pytest.raises(ValueError, match=r"GenerationConfig\.max_tokens must be a positive integer"):
+        GenerationConfig(max_tokens=0)
+    GenerationConfig(top_p=1.0, temperature=0)  # both ends that are allowed

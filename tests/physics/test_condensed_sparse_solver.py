@@ -382,7 +382,44 @@ def test_check_problems_build_and_full_preset_constructs() -> None:
         },
     )
     assert result.metrics["ours"]["max_residual_fp64"].mean < 1e-10
-    assert {c.name for c in result.criteria} >= {"exact_fp64", "faster_than_superlu_513"}
+    # the size override carries into the criteria: every one names a metric the run reported
+    assert {c.name for c in result.criteria} >= {"exact_fp64", "faster_than_superlu_9", "factor_reuse"}
+    assert result.claim["headline"] == "faster_than_superlu_9"
+    unmeasured = [c.reason for c in result.criteria if "not measured" in c.reason]
+    assert not unmeasured, unmeasured
+
+
+def test_claim_for_follows_the_speed_sizes() -> None:
+    small = CHECK.claim_for(CHECK.config("small"))
+    assert small == CHECK.claim
+    names = {c.name: c for c in small.criteria_at("small")}
+    assert {"faster_than_superlu_257", "faster_than_superlu_513"} <= set(names)
+    assert names["factor_reuse"].metric == "reuse_ratio_257"
+    assert names["batched_vs_splu_loop"].description.startswith("16 different 65^2 systems")
+    full = CHECK.claim_for(CHECK.config("full"))  # 65 and 129 are timed at full but not judged
+    assert {c.name for c in full.criteria if c.name.startswith("faster_than")} == {
+        "faster_than_superlu_257",
+        "faster_than_superlu_513",
+    }
+    assert next(c for c in full.criteria if c.name == "factor_reuse").metric == "reuse_ratio_257"
+    mid = CHECK.claim_for(CHECK.config("small", {"speed_sizes": (65, 129), "n_rhs": 8}))
+    speed = [c for c in mid.criteria if c.name.startswith("faster_than")]
+    assert [c.metric for c in speed] == ["total_s_129"] and "8 right-hand sides" in speed[0].description
+    assert next(c for c in mid.criteria if c.name == "factor_reuse").metric == "reuse_ratio_129"
+    assert mid.headline == "faster_than_superlu_129"
+
+
+def test_config_errors_name_the_field() -> None:
+    from icml25.physics.condensed_sparse_solver.check import CondensedSolverConfig
+
+    with pytest.raises(ValueError, match=r"CondensedSolverConfig\.speed_sizes\[1\] must lie in \[5, inf\]"):
+        CondensedSolverConfig(speed_sizes=(9, 3))
+    with pytest.raises(ValueError, match=r"CondensedSolverConfig\.exact_sizes must be non-empty"):
+        CondensedSolverConfig(exact_sizes=())
+    with pytest.raises(ValueError, match=r"CondensedSolverConfig\.repeats must be a positive integer"):
+        CondensedSolverConfig(repeats=0)
+    with pytest.raises(ValueError, match=r"CondensedSolverConfig\.matmul_n"):
+        CondensedSolverConfig(matmul_n=4)
 
 
 def test_benchmark_rows_and_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -369,3 +369,43 @@ def test_figures_are_drawn_for_every_cell_and_the_stopping_demo() -> None:
         "allocation_tracking.png",
         "stopping_rule.png",
     ]
+
+
+def test_config_errors_name_the_field() -> None:
+    from icml25.rl.multi_reward_policy_eval.check import MRPEConfig
+
+    with pytest.raises(ValueError, match=r"MRPEConfig\.eval_every must be a positive integer"):
+        MRPEConfig(eval_every=0)
+    with pytest.raises(ValueError, match=r"MRPEConfig\.gamma must lie in \[0, 1\)"):
+        MRPEConfig(gamma=1.0)
+    with pytest.raises(ValueError, match=r"MRPEConfig\.delta"):
+        MRPEConfig(delta=0.0)
+    with pytest.raises(ValueError, match=r"MRPEConfig\.horizon"):
+        MRPEConfig(horizon=100, eval_every=200)
+    with pytest.raises(ValueError, match=r"BoxRewardSet\.n_states"):
+        BoxRewardSet(0)
+    with pytest.raises(ValueError, match=r"TabularMDP\.initial_state"):
+        TabularMDP(riverswim(4).P, initial_state=4)
+
+
+def test_claim_for_follows_the_cells_and_gamma(tmp_path) -> None:  # noqa: ANN001
+    from icml25.core.check import RunContext
+    from icml25.core.claims import evaluate_criterion, summarize_metrics
+    from icml25.core.progress import NullReporter
+    from icml25.rl.multi_reward_policy_eval.check import CHECK
+
+    assert CHECK.claim_for(CHECK.config("small")) == CHECK.claim
+    won = next(c for c in CHECK.claim.criteria if c.name == "lowest_error_in_most_cells")
+    assert "4 of 6 cells" in won.description
+    config = CHECK.config(
+        "small",
+        {"envs": ("riverswim:4",), "horizon": 400, "eval_every": 200, "stop_demo": False, "gamma": 0.5},
+    )
+    claim = CHECK.claim_for(config)
+    by_name = {c.name: c for c in claim.criteria}
+    assert ">= 2/3 of the 2 cells" in by_name["lowest_error_in_most_cells"].description
+    assert by_name["tiny_errors_finite"].threshold == pytest.approx(math.log(2.0))
+    ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
+    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
+    results = [evaluate_criterion(c, metrics) for c in claim.criteria]
+    assert all("not measured" not in r.reason for r in results), [r.reason for r in results]

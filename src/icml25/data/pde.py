@@ -26,7 +26,12 @@ Initial conditions are random sums of the Fourier modes with integer wavenumber 
 (uniform amplitudes, uniform phases), normalised to unit maximum per field. Gray-Scott starts from
 ``A = 1, B = 0`` with seeded patches where such a field exceeds 0.5.
 
-Choices made here (the PDE-Transformer brief leaves them open):
+These are our own small stand-ins for the pre-training PDE families of *PDE-Transformer* (Holzschuh
+et al., ICML 2025, https://arxiv.org/abs/2505.24717), which trains on far larger simulated datasets.
+Sources: the Gray-Scott parameters and units follow Pearson, "Complex patterns in a simple system"
+(Science 261, 1993); the 2/3 dealiasing rule is Orszag's (J. Atmos. Sci. 28, 1971).
+
+Choices made here (our own, since no paper fixes them for these resolutions):
     * Gray-Scott runs in Pearson's units (D_A = 2e-5, D_B = 1e-5, time step 1) on a domain of side
       ``L = res / 128`` (the pixel size of Pearson's 256-point grid on L = 2.5, so patterns keep the
       same size in pixels at any resolution), with time step 2 (4 is unstable), 100 time units

@@ -13,6 +13,8 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from icml25.core.validate import check_fields, check_in_range
+
 __all__ = [
     "ROLES",
     "Message",
@@ -52,14 +54,8 @@ class GenerationConfig:
     stop: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"n must be at least 1, got {self.n}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be non-negative, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        check_fields(self, positive_int=("n", "max_tokens"), non_negative=("temperature",))
+        check_in_range("GenerationConfig.top_p", self.top_p, 0.0, 1.0, low_open=True)
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
             raise ValueError(f"stop must be a tuple of non-empty strings, got {self.stop!r}")
 

@@ -2,9 +2,9 @@
 
 Conversations are rendered with ``tokenizer.apply_chat_template(..., add_generation_prompt=True)``,
 left-padded into one batch and completed by ``model.generate``: greedy decoding at temperature 0
-(then ``n`` > 1 repeats one completion), nucleus sampling otherwise, seeded through a forked torch
-RNG so that the caller's global RNG state is left as it was. Stop strings are applied to the
-decoded text.
+(then ``n`` > 1 repeats one completion), nucleus sampling (Holtzman et al., 2020,
+https://arxiv.org/abs/1904.09751) otherwise, seeded through a forked torch RNG so that the caller's
+global RNG state is left as it was. Stop strings are applied to the decoded text.
 """
 
 from __future__ import annotations

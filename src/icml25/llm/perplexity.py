@@ -1,12 +1,13 @@
 """Perplexity and bits per byte of a causal LM over held-out text, in sliding windows.
 
-The token sequence is cut into windows of ``window`` tokens whose starts are ``stride`` apart
-(only full windows; at most ``max_windows``). Window ``k`` scores only the tokens it adds beyond
-window ``k - 1`` (its last ``stride`` tokens, all but the first token in window 0), so no token is
-scored twice and every scored token after the first window has at least ``window - stride`` tokens
-of context; this is the Hugging Face "perplexity of fixed-length models" recipe. A window's own
-first token is never scored (it has no context in that window), so with ``stride == window`` (disjoint
-windows) each window scores ``window - 1`` tokens.
+The token sequence is cut into windows of ``window`` tokens whose starts are ``stride`` apart (only
+full windows; at most ``max_windows``). Window ``k`` scores only the tokens it adds beyond window
+``k - 1`` (its last ``stride`` tokens, all but the first token in window 0), so no token is scored
+twice and every scored token after the first window has at least ``window - stride`` tokens of
+context; this is the Hugging Face "perplexity of fixed-length models" recipe
+(https://huggingface.co/docs/transformers/perplexity). A window's own first token is never scored
+(it has no context in that window), so with ``stride == window`` (disjoint windows) each window
+scores ``window - 1`` tokens.
 
     perplexity  = exp(total NLL / scored tokens)
     bits/byte   = total NLL / ln 2 / UTF-8 bytes of the scored tokens' text
@@ -17,16 +18,15 @@ Bits per byte compares models with different tokenizers; perplexity does not.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-__all__ = ["PerplexityResult", "sliding_windows", "perplexity"]
+from icml25.core.progress import ProgressFn
 
-Progress = Callable[[int, int], None]
+__all__ = ["PerplexityResult", "sliding_windows", "perplexity"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def perplexity(
     stride: int | None = None,
     batch_size: int = 4,
     max_windows: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressFn | None = None,
 ) -> PerplexityResult:
     """Perplexity of ``model`` on ``tokens`` (a 1-D id tensor, or text with ``tokenizer``).
 

@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from icml25.core.validate import check_in_range
+
 __all__ = [
     "TabularMDP",
     "TabularEnv",
@@ -198,8 +200,7 @@ class TabularMDP:
         P = check_transitions(self.P)
         P.setflags(write=False)
         object.__setattr__(self, "P", P)
-        if not 0 <= self.initial_state < P.shape[0]:
-            raise ValueError(f"initial_state must lie in [0, {P.shape[0]}), got {self.initial_state}")
+        check_in_range("TabularMDP.initial_state", self.initial_state, 0, P.shape[0], high_open=True)
 
     @property
     def n_states(self) -> int:

@@ -9,8 +9,10 @@ output directions; a per-output-dimension linear regression rescales the pruned 
 and layers that change their input least are pruned hardest. Here it prunes the pretrained
 SmolLM2-135M (grouped-query attention respected) or any Hugging Face ``LlamaForCausalLM``.
 
-Implements: Sec. 3.1-3.4 of the method (head score, Algorithm 1 greedy search, FFN channel score,
-linear-regression recovery, layer-wise ratio) and the magnitude, Wanda-structured and Taylor
+Implements: the four parts of the method (the Pearson-similarity head score with the greedy
+search of Algorithm 1, the feature-space FFN channel score, the linear-regression recovery of the
+output projections, and the layer-wise pruning ratio from each layer's input/output cosine
+similarity) and the magnitude, Wanda-structured and Taylor
 (LLM-Pruner-like) baselines; LoRA recovery is left out. See ``pruner.py`` for every choice made
 where the paper is open.
 """

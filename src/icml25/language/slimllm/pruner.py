@@ -1,27 +1,30 @@
 """SlimLLM and its baselines as one sequential, layer-by-layer structured pruner.
 
-Paper: *SlimLLM: Accurate Structured Pruning for Large Language Models* (ICML 2025,
-https://arxiv.org/abs/2505.22689, code https://github.com/guojialong1/Slimllm).
+Part of our implementation of *SlimLLM: Accurate Structured Pruning for Large Language Models*
+(Guo et al., ICML 2025, https://arxiv.org/abs/2505.22689). Official code:
+https://github.com/guojialong1/Slimllm.
 
-Implements Sec. 3.1 (layer-wise ratio), 3.2 (sequential processing), 3.3 (head score, greedy
-search, regression of ``o_proj``) and 3.4 (FFN channel score, regression of ``down_proj``) of the
-brief, on any Hugging Face ``LlamaForCausalLM`` (the adapter is the HF module layout: ``q/k/v/o_proj``
-and ``gate/up/down_proj`` in ``model.model.layers``). LoRA recovery is left out (the check compares
-training-free pruning).
+Implements the whole method as the official ``hf_prune.py`` runs it: the layer-wise pruning ratio,
+sequential layer-by-layer processing, attention heads (Pearson-similarity score, the greedy search
+of Algorithm 1, regression of ``o_proj``) and FFN channels (feature-space score, regression of
+``down_proj``), on any Hugging Face ``LlamaForCausalLM`` (the adapter is the HF module layout:
+``q/k/v/o_proj`` and ``gate/up/down_proj`` in ``model.model.layers``). LoRA recovery is left out
+(the check compares training-free pruning).
 
-Choices made where the paper or brief is open:
+Choices made where the paper and the official code are open:
 - The budget is a fraction of *decoder-layer parameters* (``sparsity``). A layer with ratio r_l
   loses round(r_l H) query heads, then as many FFN channels as brings its removed parameters to
   r_l x (its parameters) given the heads (and KV heads) actually removed; so every method removes
   the same number of parameters up to one channel per layer.
 - Layer-wise ratios (SlimLLM): the L_p most redundant layers (default round(30/32 L), the official
   default of 30 of 32) share a mean ratio of ``sparsity x L / L_p``; ratios are clipped at 0.9 and
-  the excess is redistributed. Baselines use the same ratio in every layer (as in the brief).
+  the excess is redistributed. Baselines use the same ratio in every layer (our choice: the
+  layer-wise ratio is part of SlimLLM, the baselines keep the uniform ratio they are defined with).
 - Baseline head scores cover a query head's own weights (its W_q rows and W_o columns); K/V rows
   are shared by the group and leave only with the group's last query head.
 - Taylor scores come from one backward pass of the calibration LM loss through the *dense* model
   (as LLM-Pruner does); magnitude needs no data; Wanda and SlimLLM read activations of the
-  calibration stream produced by the already-pruned earlier layers (Sec. 3.2).
+  calibration stream produced by the already-pruned earlier layers (sequential processing).
 - Regression for attention: x = sum of kept heads' outputs, y = full output, both on the
   layer's current input; for the FFN: x = kept channels' output, y = full FFN output, both on the
   post-pruned-attention stream.
@@ -34,12 +37,15 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
+
+from icml25.core.progress import ProgressFn
+from icml25.core.validate import check_in_range, check_positive
+from icml25.nn.params import count_parameters
 
 from .scores import (
     ffn_channel_scores,
@@ -57,7 +63,6 @@ __all__ = ["METHODS", "PruneConfig", "PruneReport", "DenseStats", "dense_statist
 
 Method = Literal["slimllm", "magnitude", "wanda", "taylor"]
 METHODS: tuple[str, ...] = ("slimllm", "magnitude", "wanda", "taylor")
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -90,14 +95,13 @@ class PruneConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not 0 < self.sparsity < 1:
-            raise ValueError(f"sparsity must lie in (0, 1), got {self.sparsity}")
-        if not 0 < self.max_layer_ratio < 1:
-            raise ValueError(f"max_layer_ratio must lie in (0, 1), got {self.max_layer_ratio}")
-        if not 0 <= self.skip_lowest_frac < 0.5:
-            raise ValueError(f"skip_lowest_frac must lie in [0, 0.5), got {self.skip_lowest_frac}")
-        if self.num_pruned_layers is not None and self.num_pruned_layers < 1:
-            raise ValueError(f"num_pruned_layers must be positive, got {self.num_pruned_layers}")
+        for name in ("sparsity", "max_layer_ratio"):
+            check_in_range(
+                f"PruneConfig.{name}", getattr(self, name), 0.0, 1.0, low_open=True, high_open=True
+            )
+        check_in_range("PruneConfig.skip_lowest_frac", self.skip_lowest_frac, 0.0, 0.5, high_open=True)
+        if self.num_pruned_layers is not None:
+            check_positive("PruneConfig.num_pruned_layers", self.num_pruned_layers, integer=True)
 
     @property
     def use_layerwise(self) -> bool:
@@ -171,7 +175,7 @@ def _check_calib(calib: Tensor, vocab: int) -> Tensor:
 
 
 def dense_statistics(model: Any, calib: Tensor, *, taylor: bool = True) -> DenseStats:
-    """Per-layer input/output cosine similarity (Sec. 3.1) and, optionally, Taylor scores.
+    """Per-layer input/output cosine similarity (for the layer-wise ratio) and, optionally, Taylor scores.
 
     Args:
         model: the dense model (left unchanged; gradients are cleared afterwards).
@@ -258,7 +262,7 @@ def prune_model(
     config: PruneConfig,
     *,
     stats: DenseStats | None = None,
-    progress: Progress | None = None,
+    progress: ProgressFn | None = None,
 ) -> tuple[nn.Module, PruneReport]:
     """Prune a copy of ``model`` (the input is never modified) with ``config`` on ``calib``.
 
@@ -305,7 +309,7 @@ def prune_model(
 
     pruned = copy.deepcopy(model)
     pruned.eval()
-    params_before = sum(p.numel() for p in model.parameters())
+    params_before = count_parameters(model, trainable_only=False)
     dec_before = decoder_param_count(model)
     report = PruneReport(
         config=config,
@@ -327,7 +331,7 @@ def prune_model(
         h = _layer_forward(layer, h, pos)
         if progress is not None:
             progress(i + 1, n_layers)
-    report.params_after = sum(p.numel() for p in pruned.parameters())
+    report.params_after = count_parameters(pruned, trainable_only=False)
     report.decoder_params_after = decoder_param_count(pruned)
     report.seconds = time.perf_counter() - t0
     return pruned, report
@@ -352,9 +356,9 @@ def _prune_layer(
     kv = head_kv_index(attn)
     n_heads, dh = kv.numel(), attn.head_dim
     d = attn.o_proj.weight.shape[0]
-    layer_params = sum(p.numel() for p in layer.parameters())
+    layer_params = count_parameters(layer, trainable_only=False)
 
-    # -- attention (Sec. 3.3) on the layer's current input ------------------------------------
+    # -- attention heads on the layer's current input ------------------------------------------
     x_attn = layer.input_layernorm(h)
     captured: dict[str, Tensor] = {}
     hook = attn.o_proj.register_forward_pre_hook(lambda m, args: captured.__setitem__("ctx", args[0]))
@@ -397,7 +401,7 @@ def _prune_layer(
     report.heads_kept.append(int(keep_heads.sum()))
     report.kv_heads_kept.append(int(torch.unique(kv[keep_heads]).numel()))
 
-    # -- FFN (Sec. 3.4) on the post-pruned-attention stream ------------------------------------
+    # -- FFN channels on the post-pruned-attention stream ---------------------------------------
     h_mid = h + attn_new.view(h.shape).to(h.dtype)
     f_in = layer.post_attention_layernorm(h_mid)
     x_ffn = f_in.reshape(-1, d)

@@ -1,11 +1,16 @@
 """Importance scores, the greedy head search, the regression recovery and the layer-wise ratio.
 
+Part of our implementation of *SlimLLM: Accurate Structured Pruning for Large Language Models* (Guo
+et al., ICML 2025, https://arxiv.org/abs/2505.22689). Implements the method's importance criteria,
+the greedy head search (Algorithm 1), the regression recovery and the layer-wise ratio, listed
+below with the baselines' element-wise scores.
+
 Notation: N calibration tokens, d hidden size, H query heads of size d_h, d_ff FFN channels.
 ``head_outputs[h] = X_h W_o^{(h)T}`` is head h's share of the attention output ([H, N, d]); the
 full output is ``Y = sum_h head_outputs[h]``. Everything here is pure torch and computes in
 float64 (Pearson correlations and least squares on ~10^3 tokens lose digits in float32).
 
-SlimLLM (Sec. 3.3-3.5 of the paper; the official ``LlamaAttention.compress`` / ``LlamaMLP.compress``):
+SlimLLM (the paper's method; the official ``LlamaAttention.compress`` / ``LlamaMLP.compress``):
     pearson_similarity     S(A, B) = sum_j |rho(A[:, j], B[:, j])|
     head_scores            S(Y, Y - O_i): large = removing head i changes the output least
     greedy_head_search     Algorithm 1: swap pruned/kept heads while S(Y, sum_K O_h) rises
@@ -124,7 +129,7 @@ def greedy_head_search(
 
 
 def ffn_channel_scores(x: Tensor, a: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
-    """SlimLLM FFN channel importance (Sec. 3.4 of the brief); prune the smallest.
+    """SlimLLM's feature-space FFN channel importance; prune the smallest.
 
     Args:
         x: ``[N, d]`` FFN input. a: ``[N, d_ff]`` intermediate act(X W_g^T) * (X W_u^T).
@@ -188,7 +193,7 @@ def fit_output_regression(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 def layer_ratios(
     cos_sims: Tensor, ratio: float, num_pruned_layers: int, alpha: float = 10.0, max_ratio: float = 0.9
 ) -> Tensor:
-    """Sec. 3.1: per-layer pruning ratios from the input/output cosine similarity of each layer.
+    """The layer-wise pruning ratios, from the input/output cosine similarity of each layer.
 
     The ``num_pruned_layers`` layers with the highest similarity get r_l = R L_p softmax(alpha s)_l
     (softmax over those layers), the rest 0. Ratios above ``max_ratio`` are clipped and the excess

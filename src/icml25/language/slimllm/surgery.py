@@ -1,5 +1,10 @@
 """Physical removal of attention heads and FFN channels from a Hugging Face Llama model.
 
+Part of our implementation of *SlimLLM: Accurate Structured Pruning for Large Language Models* (Guo
+et al., ICML 2025, https://arxiv.org/abs/2505.22689). Implements the structural side of the method:
+pruned heads and channels leave the model, and the regression recovery becomes a row scale and a
+bias of the output projections.
+
 Pruned weights are deleted (smaller ``nn.Linear``s), not masked. Grouped-query attention is
 respected: a query head keeps reading its own KV head, a KV head is removed with the last query
 head of its group, and :class:`PrunedAttention` maps each kept query head to its KV head through
@@ -20,6 +25,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+from icml25.nn.params import count_parameters
 
 __all__ = [
     "PrunedAttention",
@@ -143,7 +150,7 @@ def _linear(weight: Tensor, bias: Tensor | None) -> nn.Linear:
 def _recovered(
     w: Tensor, b: Tensor | None, scale: Tensor | None, shift: Tensor | None
 ) -> tuple[Tensor, Tensor | None]:
-    """Rows of an output projection after the regression y_j = a_j x_j + b_j (Sec. 3.3 step 6)."""
+    """Rows of an output projection after the regression recovery y_j = a_j x_j + b_j."""
     if scale is None:
         return w, b
     a = scale.to(w.dtype)
@@ -213,7 +220,7 @@ def prune_mlp_channels(
 
 def decoder_param_count(model: Any) -> int:
     """Parameters inside the decoder layers (embeddings, final norm and LM head excluded)."""
-    return sum(p.numel() for p in model.model.layers.parameters())  # type: ignore[union-attr]
+    return count_parameters(model.model.layers, trainable_only=False)  # type: ignore[union-attr]
 
 
 def _structure(model: Any) -> list[dict[str, Any]]:

@@ -11,20 +11,23 @@ the grid's perimeter remains. Every step is one fixed-shape batch of small dense
 factorisation and solves are a short sequence of batched BLAS/LAPACK calls (any torch device),
 many systems and right-hand sides are solved together, and the backward pass is one more solve.
 
-Implements: Sec. 2.1 patch tensors ``alpha`` and the top-down split / bottom-up assembly, Sec. 2.2
-steps 1-6 (Schwarz step, Schur steps, top solve, back-substitution, factor reuse), Sec. 2.3 the
-adjoint backward (``dL/db = A^-T g``, ``dL/dalpha_p = -(P_p lam)(P_p x)^T``), with float32/float64,
-batched systems and columns, and a memory estimate before factorising.
+Implements: the patch tensors ``alpha`` (the paper's "involution" of ``(A, b)`` into
+``(alpha, beta)``) with the top-down split and bottom-up assembly; Algorithm 1 (numerical
+factorisation + back-substitution) with the parallel Schwarz step (Alg. 2) and Schur steps
+(Alg. 4, alternating axes), the top solve and factor reuse for new right-hand sides (Table 7); the
+backward pass (Alg. 3 and 5) as one transposed solve, ``dL/db = A^-T g`` and
+``dL/dalpha_p = -(P_p lam)(P_p x)^T``; float32/float64, batched systems and columns, and a memory
+estimate before factorising.
 
-Choices where the brief is open (see the module docstrings): rings are ordered as clockwise walks
-and children are scattered into the merged ``[R, G]`` order by block copies (the official flips
-are descending runs); right-hand sides live in one global vector instead of per-patch ``beta``;
-symmetric input uses Cholesky blocks and reports indefinite/singular operators, non-symmetric
-input uses LU within blocks; non-conforming grids are padded with identity rows (top-left
-embedding); unshared outer-boundary nodes are eliminated only in the last levels (<= 16
-subdomains, run one subdomain at a time), not in the Schwarz step as officially; patches are
-square (``w x w``) but the patch counts per axis may differ (longer axis halved first). Left out:
-bordered systems, complex/Hermitian input, the JAX path.
+Choices where the paper leaves room or where we depart from the official code (see the module
+docstrings): rings are ordered as clockwise walks and children are scattered into the merged
+``[R, G]`` order by block copies (the official flips are descending runs); right-hand sides live in
+one global vector instead of per-patch ``beta``; symmetric input uses Cholesky blocks and reports
+indefinite/singular operators, non-symmetric input uses LU within blocks; non-conforming grids are
+padded with identity rows (top-left embedding); unshared outer-boundary nodes are eliminated only in
+the last levels (<= 16 subdomains, run one subdomain at a time), not in the Schwarz step as
+officially; patches are square (``w x w``) but the patch counts per axis may differ (longer axis
+halved first). Left out: bordered systems, complex/Hermitian input, the JAX path.
 
 Usage::
 

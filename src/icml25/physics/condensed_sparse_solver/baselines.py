@@ -1,5 +1,10 @@
 """SciPy / PyAMG / CHOLMOD baselines with separate setup (factor) and solve timings.
 
+Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
+Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). The paper's CPU
+baseline is SciPy's direct solver (SuperLU); PyAMG (an iterative solver) and CHOLMOD are our
+additions for the CPU benchmark.
+
 CHOLMOD comes from the optional PyPI package ``scikit-sparse`` (extra ``icml25[sparse]``; it builds
 only once Debian's ``libsuitesparse-dev`` is installed). It is skipped when not importable.
 """

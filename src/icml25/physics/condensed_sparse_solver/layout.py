@@ -1,8 +1,14 @@
 """Patch layout and the elimination plan (pure index bookkeeping, numpy only).
 
+Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
+Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). Implements the patch
+decomposition of the grid behind the tensors ``alpha`` and the order of Algorithm 1's eliminations:
+one Schwarz step (Alg. 2) on patch interiors, then the Schur steps (Alg. 4) that merge neighbouring
+subdomains pairwise along alternating axes.
+
 Notation (used across this package):
     n0, n1   the user's grid (rows, columns); node (i, j) has flat id ``i * N1 + j`` in the padded grid
-    N0, N1   the padded grid, ``N = a (w - 1) + 1`` per axis (Sec. 2.1 of the brief, ``ab_wh``)
+    N0, N1   the padded grid, ``N = a (w - 1) + 1`` per axis (the official code's ``ab_wh``)
     a0, a1   patches per axis (powers of two); w: nodes per patch side (default 5)
     R        boundary (ring) nodes of a subdomain, kept after a step
     G        nodes eliminated by a step: patch interiors (Schwarz step) or the inside of the shared
@@ -266,7 +272,7 @@ def elimination_plan(layout: PatchLayout, individual_below: int = 16) -> Elimina
     ]
     s0 = s1 = w  # subdomain size in nodes
     while m0 * m1 > 1 and m0 * m1 // 2 > individual_below:
-        axis = 0 if m0 >= m1 else 1  # Sec. 2.2 step 3: halve alternately (the longer axis first)
+        axis = 0 if m0 >= m1 else 1  # Schur steps: halve alternately (the longer axis first)
         child = _perimeter(s0, s1)
         if axis == 0:
             t0, t1, m0 = 2 * s0 - 1, s1, m0 // 2

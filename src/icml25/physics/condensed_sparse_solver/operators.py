@@ -1,19 +1,24 @@
 """Grid operators and their split into per-patch matrices ``alpha`` (``A = sum_p P_p^T alpha_p P_p``).
 
+Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
+Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). Implements the
+condensed tensor ``alpha`` of a sparse grid operator, the input of every step of Algorithm 1.
+
 Two ways in:
 
 * :class:`GridLaplacian`: a weighted graph Laplacian on the grid's 4- or 8-neighbour edges plus a
   diagonal mass term, with optional Dirichlet nodes (eliminated as identity rows whose couplings
   are lifted into the right-hand side). Built from per-edge coefficients as torch tensors, so
   ``alpha`` is differentiable in them. :func:`poisson`, :func:`darcy` and :func:`image_laplacian`
-  build the three problem families of the brief (P1-P3).
+  build the three problem families of our check (P1 Poisson, P2 Darcy flow, P3 image-affinity
+  Laplacian; the paper's experiments use Darcy flow and matting Laplacians).
 * :func:`alpha_from_scipy`: any SciPy sparse matrix whose couplings stay inside a patch (5- and
   9-point stencils, not necessarily symmetric).
 
-Splitting rule (Sec. 2.1 "top-down", stated per entry): an entry ``A[u, v]`` is divided equally
-among all patches that contain both nodes (1, 2 or 4), so re-assembly is exact. Edge terms of a
-Laplacian (both diagonal and off-diagonal parts) go to the patches containing the edge; mass terms
-to the patches containing the node. Padded nodes get a unit diagonal.
+Splitting rule (the official code's "top-down" split, stated per entry): an entry ``A[u, v]`` is
+divided equally among all patches that contain both nodes (1, 2 or 4), so re-assembly is exact. Edge
+terms of a Laplacian (both diagonal and off-diagonal parts) go to the patches containing the edge;
+mass terms to the patches containing the node. Padded nodes get a unit diagonal.
 """
 
 from __future__ import annotations
@@ -187,7 +192,7 @@ def alpha_from_scipy(
 
 
 def alpha_to_scipy(alpha: Tensor, layout: PatchLayout, index: int = 0, crop: bool = True) -> sp.csr_matrix:
-    """Re-assemble ``A = sum_p P_p^T alpha_p P_p`` (Sec. 2.1 "bottom-up") for batch entry ``index``.
+    """Re-assemble ``A = sum_p P_p^T alpha_p P_p`` ("bottom-up") for batch entry ``index``.
 
     With ``crop`` the padded nodes are dropped, giving the ``[n0*n1, n0*n1]`` matrix on the user's grid.
     """

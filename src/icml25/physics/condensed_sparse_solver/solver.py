@@ -1,31 +1,37 @@
 """The Schwarz-Schur factorisation, its solves (plain and transposed) and the differentiable solve.
 
+Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
+Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). Implements
+Algorithm 1 (numerical factorisation and back-substitution) with the Schwarz step (Alg. 2) and
+the Schur steps (Alg. 4), and the backward pass (Alg. 3 and 5) as one transposed solve.
+
 Notation: ``B`` independent systems, ``C`` right-hand-side columns, ``N`` padded-grid nodes; per
 step ``K = [[X, Y], [Z, W]]`` over ``[R, G]`` (kept, eliminated) for each of ``n_sub`` subdomains.
 
-Forward (brief Sec. 2.2):
-    Schwarz step   K = alpha_p in [ring, interior] order; DtN = X - Y W^-1 Z        (step 2)
-    Schur steps    K = scatter-add of two children's DtN over [R, G]; D = X - Y W^-1 Z (step 3)
-    top            factor what is left (Cholesky/LU); see "outer-boundary nodes"    (step 4)
+Forward (Alg. 1):
+    Schwarz step   K = alpha_p in [ring, interior] order; DtN = X - Y W^-1 Z          (Alg. 2)
+    Schur steps    K = scatter-add of two children's DtN over [R, G]; D = X - Y W^-1 Z  (Alg. 4)
+    top            factor what is left (Cholesky/LU); see "outer-boundary nodes"
     RHS            f_R -= Y W^-1 f_G at every step, then top solve, then
-                   x_G = W^-1 f_G - W^-1 Z x_R top-down                              (steps 5-6)
+                   x_G = W^-1 f_G - W^-1 Z x_R top-down                     (back-substitution)
 The right-hand side lives in one global vector ``f`` (gather ``f_G``, batched matmul, scatter-add
 into ``f_R``), so no per-patch ``beta`` split is needed: every node is eliminated exactly once and
 ``f_G`` is final when its step runs. Factors are explicit inverses (``W^-1``, ``W^-1 Z``, and
 ``Y W^-1`` when ``A`` is not symmetric), so a solve is only gathers, matmuls and scatters.
 
-Choices beyond the brief: symmetric input uses Cholesky (``cholesky_ex``) for every block and
-fails with a clear error if a block is not positive definite (indefinite or singular operators
-are reported, never solved silently); non-symmetric input (or ``spd=False``) uses LU with pivoting
+Choices beyond the paper: symmetric input uses Cholesky (``cholesky_ex``) for every block and fails
+with a clear error if a block is not positive definite (indefinite or singular operators are
+reported, never solved silently); non-symmetric input (or ``spd=False``) uses LU with pivoting
 inside each block only. A pivot ratio below ``100 eps`` is reported as numerically singular.
 Outer-boundary nodes: the official "Neumann-scatter" eliminates unshared outer ring nodes in the
 Schwarz step. Here the many-subdomain levels keep full rings (one shape per level, fully batched)
 and the last levels (at most ``individual_below`` subdomains, where the big matrices are) run one
 subdomain at a time and eliminate every node no other subdomain shares; the last step then
-eliminates what is left, so there is no separate perimeter system at the top
-(``individual_below=0`` gives the plain variant whose top system is the grid's perimeter).
-Sec. 2.3's ``dL/dalpha_p`` is returned dense (``w^2 x w^2`` per patch); builders that map edge
-coefficients into ``alpha`` (:class:`GridLaplacian`) carry it on to the coefficients by autograd.
+eliminates what is left, so there is no separate perimeter system at the top (``individual_below=0``
+gives the plain variant whose top system is the grid's perimeter). The backward's
+``dL/dalpha_p = -(P_p lam)(P_p x)^T`` (Alg. 3 and 5) is returned dense (``w^2 x w^2`` per patch);
+builders that map edge coefficients into ``alpha`` (:class:`GridLaplacian`) carry it on to the
+coefficients by autograd.
 """
 
 from __future__ import annotations
@@ -205,7 +211,7 @@ def _schur_update(X: Tensor, A: Tensor, B: Tensor) -> Tensor:
 
 
 def _eliminate(K: Tensor, nR: int, spd: bool, what: str) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """One batched Schur complement: ``D = X - Y W^-1 Z`` (Sec. 2.2 steps 2-3)."""
+    """One batched Schur complement: ``D = X - Y W^-1 Z`` (Schwarz and Schur steps, Alg. 2 and 4)."""
     X, Y = K[..., :nR, :nR], K[..., :nR, nR:]
     Z, W = K[..., nR:, :nR], K[..., nR:, nR:]
     if spd:
@@ -259,7 +265,7 @@ def _assemble(
     shape: tuple[int, ...],
     view: tuple[int, ...],
 ) -> Tensor:
-    """K over ``[R, G]`` from two children's DtN matrices (Sec. 2.2 step 3 scatter-add)."""
+    """K over ``[R, G]`` from two children's DtN matrices (the Schur step's scatter-add, Alg. 4)."""
     K = c1.new_zeros(shape)
     _scatter_add_blocks(K.view(view), c1, runs1)
     _scatter_add_blocks(K.view(view), c2, runs2)
@@ -338,7 +344,7 @@ class SchurFactor:
         return x if len(shape) == 4 else x[..., 0]
 
     def _solve_flat(self, f: Tensor, transposed: bool) -> Tensor:
-        """Solve on padded flat ``f [B, N, C]`` (Sec. 2.2 steps 5-6)."""
+        """Solve on padded flat ``f [B, N, C]`` (RHS elimination and back-substitution, Alg. 1)."""
         f = f.clone()
         B, _, C = f.shape
 
@@ -386,7 +392,7 @@ class SchurFactor:
 
     @torch.no_grad()
     def solve_transposed(self, rhs: Tensor) -> Tensor:
-        """Solve ``A^T x = rhs`` with the same factors (the adjoint solve of Sec. 2.3)."""
+        """Solve ``A^T x = rhs`` with the same factors (the adjoint solve of the backward pass)."""
         f, shape = self._to_padded(rhs, "rhs")
         return self._from_padded(self._solve_flat(f, transposed=not self.symmetric), shape)
 
@@ -586,7 +592,7 @@ class _SchurSolve(torch.autograd.Function):
         factor: SchurFactor = ctx.factor
         (xp,) = ctx.saved_tensors
         g, _ = factor._to_padded(grad.contiguous(), "grad")
-        lam = factor._solve_flat(g, transposed=not factor.symmetric)  # Sec. 2.3: the adjoint solve
+        lam = factor._solve_flat(g, transposed=not factor.symmetric)  # backward: adjoint solve
         grad_rhs = factor._from_padded(lam, ctx.shape) if ctx.needs_input_grad[1] else None
         grad_alpha = None
         if ctx.needs_input_grad[0]:

@@ -12,9 +12,10 @@ O~(Lambda^i(lambda) eps d H^2 K) under eps-misspecification.
 
 Implements: LLRL (Alg. 1) and LAE (Alg. 2) with per-step ridge regressions (Sherman-Morrison), the
 lexicographic backward induction that gives ground truth on tabular models, exact evaluation of
-stochastic policies, the measured trade-off constant of Assumption 1, the brief's generated
-tabular linear MOMDP with exact ties and ratio lambda_0, its low-rank misspecified variant, and the
-baselines (objective-1-only / scalarised LSVI-UCB, naive lexicographic-greedy LSVI-UCB, uniform).
+stochastic policies, the measured trade-off constant of Assumption 1, our generated tabular linear
+MOMDP with exact ties and ratio lambda_0 (the paper has no experiments), its low-rank misspecified
+variant, and the baselines (objective-1-only / scalarised LSVI-UCB, naive lexicographic-greedy
+LSVI-UCB, uniform).
 
 Reconstructed (the paper's text was not available): the form of Assumption 1 (``tradeoff_lambda``),
 the phase loop details (widest action explored; uniform choice in the exploitation branch), one

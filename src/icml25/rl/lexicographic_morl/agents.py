@@ -1,5 +1,10 @@
 """LLRL (Lexicographic Linear RL, Alg. 1) with LAE (Alg. 2), and the LSVI-UCB-style baselines.
 
+Part of our implementation of *Multi-objective Linear Reinforcement Learning with Lexicographic
+Rewards* (Xue et al., ICML 2025, https://openreview.net/forum?id=RTHTyTsRT3).
+Implements: Alg. 1 (LLRL: phased action refinement, ridge regression per step), Alg. 2 (LAE, the
+tolerance ``(2 + 4 lam + ... + 4 lam^(i-1)) beta C``) and the baselines of our check.
+
 Notation: ``H`` steps, ``S`` states (finite; features given as a table ``phi (S, A, d)``), ``m``
 objectives, Gram matrices ``U_h = I + sum phi phi^T`` (ridge 1), widths ``w(x,a) = ||phi||_{U_h^-1}``.
 
@@ -7,7 +12,8 @@ Every agent turns its current estimates into an episode policy ``(H, S, A)`` of 
 (:meth:`episode_policy`): the estimates only change between episodes, so this table is exactly what
 per-step ``act(h, x)`` would do, and it lets the runner compute regret exactly.
 
-Reconstructed parts (the paper's text was not available; the brief's reconstruction is followed):
+Reconstructed parts (the paper's full text was not available to us; these follow a third-party
+summary of Alg. 1-2, completed by our own choices):
 the multi-phase loop of Alg. 1 (explore the widest candidate whose width exceeds ``2^-s``, else
 eliminate with LAE at scale ``2^-s``; exploit uniformly from ``LAE(A_s, 1/sqrt K)`` once every
 candidate is narrower than ``1/sqrt K``); one Gram matrix per step ``h`` (no per-phase data split);

@@ -5,9 +5,9 @@ The paper is theoretical (no experiments). Its claim: LLRL attains per-objective
 O~(Lambda^i(lambda) sqrt(d^2 H^4 K)), sublinear on every objective, where lexicographic preferences
 break the Bellman-optimality shortcut that objective-1-only or scalarised LSVI-UCB rely on.
 
-Setup (the brief's): the generated tabular linear MOMDP (S = 6, A = 4, H = 5, m = 2, one-hot
-features d = 24, gap 0.2, built-in trade-off lambda_0 = 2, Bernoulli rewards), K = 4000 episodes,
-regret computed exactly from the executed policy each episode. Arms:
+Setup (ours; the paper has no experiments): the generated tabular linear MOMDP (S = 6, A = 4,
+H = 5, m = 2, one-hot features d = 24, gap 0.2, built-in trade-off lambda_0 = 2, Bernoulli
+rewards), K = 4000 episodes, regret computed exactly from the executed policy each episode. Arms:
 
     llrl              LLRL with lambda = lambda* (measured) and c_beta = 0.003 (beta ~ 1.5)
     llrl_beta_half    the same with c_beta x 0.5;   llrl_beta_double: c_beta x 2   (the sweep)
@@ -19,24 +19,25 @@ regret computed exactly from the executed policy each episode. Arms:
     llrl_m3, lsvi_obj1_m3   the m = 3 variant (reported, not judged)
     llrl_misspec      LLRL on rank-8 random-projection features (eps-misspecified; reported)
 
-Confidence radius: beta = c_beta d H sqrt(log(2 d H K / delta)) with c_beta = 0.003 (the brief's
-calibration, beta ~ 1.47 here) and the sweep x0.5, x2; the theoretical constant (c_beta ~ 1) makes
-every tolerance exceed every gap at feasible K. Criteria (the brief's falsifiers, declared before
-any small run): for the best c_beta of the sweep both log-log regret slopes over the last decade are
-<= 0.85; objective-1-only LSVI-UCB has slope > 0.9 on Reg^2 and scalarised LSVI-UCB > 0.9 on Reg^1;
-LLRL's Reg^1 is below the scalarised baseline's and its Reg^2 below the objective-1-only
-baseline's; Reg^2 at 4 lambda* exceeds Reg^2 at lambda*.
+Confidence radius: beta = c_beta d H sqrt(log(2 d H K / delta)) with c_beta = 0.003 (our
+calibration: the objective-1 LAE tolerance 2 beta / sqrt K ~ 0.05 at K = 4000 stays below the gap
+0.2; beta ~ 1.47 here) and the sweep x0.5, x2; the theoretical constant (c_beta ~ 1) makes every
+tolerance exceed every gap at feasible K. Criteria (our falsifiers of Theorem 1's predictions,
+declared before any small run): for the best c_beta of the sweep both log-log regret slopes over
+the last decade are <= 0.85; objective-1-only LSVI-UCB has slope > 0.9 on Reg^2 and scalarised
+LSVI-UCB > 0.9 on Reg^1; LLRL's Reg^1 is below the scalarised baseline's and its Reg^2 below the
+objective-1-only baseline's; Reg^2 at 4 lambda* exceeds Reg^2 at lambda*.
 
 Why K = 4000 is short for objective 2 under this reconstruction (derived from Alg. 1-2, not fitted):
 LAE at scale 2^-s runs only once every candidate's width is <= 2^-s, i.e. after ~4^s visits to
-each surviving (h, x, a) with one-hot features, and it removes an action with objective-2 gap Delta only when
-(2 + 4 lambda) beta 2^-s < Delta. With beta ~ 1.5, lambda = 2 and Delta = 0.4 (action 0 vs 1) that is
-s = 6, i.e. ~4000 visits to each surviving action of each (h, x), more than any (h, x) receives in
-4000 episodes (objective 1, gap 0.2, needs s = 4-5: 256-1023 visits); the brief's calibration only
-checked the final scale 1/sqrt(K). Until then the
-widest-action exploration plays action 0 regularly, so Reg^2 grows linearly at this budget whatever
-lambda is given, and the lambda effect cannot show. Smaller c_beta eliminates earlier but also
-drops the optimal action on noisy early estimates (the radius no longer covers the error).
+each surviving (h, x, a) with one-hot features, and it removes an action with objective-2 gap
+Delta only when (2 + 4 lambda) beta 2^-s < Delta. With beta ~ 1.5, lambda = 2 and Delta = 0.4
+(action 0 vs 1) that is s = 6, i.e. ~4000 visits to each surviving action of each (h, x), more
+than any (h, x) receives in 4000 episodes (objective 1, gap 0.2, needs s = 4-5: 256-1023 visits);
+our calibration of c_beta only checked the final scale 1/sqrt(K). Until then the widest-action
+exploration plays action 0 regularly, so Reg^2 grows linearly at this budget whatever lambda is
+given, and the lambda effect cannot show. Smaller c_beta eliminates earlier but also drops the
+optimal action on noisy early estimates (the radius no longer covers the error).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import numpy as np
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.validate import check_fields, check_in_range, check_positive
 
 from .agents import LLRL, LSVIUCB, LexGreedyLSVI, UniformAgent, _LinearAgent, confidence_radius
 from .dp import lexicographic_optimal_policy, tradeoff_lambda
@@ -73,7 +75,7 @@ BASELINES = (
 
 @dataclass(frozen=True)
 class LexConfig:
-    """The brief's small setting; ``full`` only raises K (the paper has no experiments)."""
+    """Our small setting (S = 6, H = 5, K = 4000); ``full`` only raises K (the paper has no experiments)."""
 
     S: int = 6
     H: int = 5
@@ -90,12 +92,13 @@ class LexConfig:
     misspec_dim: int = 8
 
     def __post_init__(self) -> None:
-        if self.S < 2 or self.H < 1 or self.K < 10:
-            raise ValueError(f"need S >= 2, H >= 1, K >= 10, got {self.S}, {self.H}, {self.K}")
-        if self.c_beta <= 0 or any(b <= 0 for b in self.beta_sweep) or any(x <= 0 for x in self.lam_mults):
-            raise ValueError("c_beta, beta_sweep and lam_mults must be positive")
-        if not 0 < self.delta < 1 or self.scalar_weight <= 0 or self.misspec_dim < 1:
-            raise ValueError("need delta in (0, 1), scalar_weight > 0 and misspec_dim >= 1")
+        check_fields(self, positive_int=("H", "misspec_dim"), positive=("c_beta", "scalar_weight"))
+        check_in_range("LexConfig.S", self.S, 2)
+        check_in_range("LexConfig.K", self.K, 10)
+        check_in_range("LexConfig.delta", self.delta, 0.0, 1.0, low_open=True, high_open=True)
+        for name in ("beta_sweep", "lam_mults"):
+            for i, value in enumerate(getattr(self, name)):
+                check_positive(f"LexConfig.{name}[{i}]", value)
 
 
 def _crit(name: str, arm: str, metric: str, op: Any, text: str, **kw: Any) -> Criterion:

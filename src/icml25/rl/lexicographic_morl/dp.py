@@ -1,9 +1,15 @@
 """Exact lexicographic planning on a known finite-horizon model: ground truth for regret.
 
+Part of our implementation of *Multi-objective Linear Reinforcement Learning with Lexicographic
+Rewards* (Xue et al., ICML 2025, https://openreview.net/forum?id=RTHTyTsRT3). Implements the
+lexicographically optimal policy pi* of the paper's problem setting, against which the
+per-objective regret of Theorem 1 is measured, and the trade-off constant of Assumption 1.
+
 Lexicographic backward induction: at each ``(h, x)`` compute ``Q^1`` by dynamic programming and keep
 ``A^1_h(x) = argmax Q^1`` (ties within ``tol``); compute ``Q^2`` from the continuation values of the
 lexicographic policy and keep its argmax inside ``A^1``; and so on. This is valid when ties are
-exact (as in the generator); the brief's Assumption 1 is measured by :func:`tradeoff_lambda`.
+exact (as in the generator); our reconstructed form of Assumption 1 is measured by
+:func:`tradeoff_lambda`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
 """Linear multi-objective MDPs with lexicographic structure, generated in code.
 
+Part of our implementation of *Multi-objective Linear Reinforcement Learning with Lexicographic
+Rewards* (Xue et al., ICML 2025, https://openreview.net/forum?id=RTHTyTsRT3). Implements the
+episodic linear MOMDP of the paper's problem setting (transitions and every reward linear in a
+known feature map, or eps-close to linear for Theorem 2) and, since the paper has no experiments,
+our own test instances.
+
 ``LinearMOMDP`` is a finite, time-homogeneous, episodic MDP with ``m`` reward functions and a
 feature map ``phi (S, A, d)``. With one-hot features (``d = S A``) every tabular MDP is an exact
 linear MDP; :func:`misspecify` swaps in low-rank random-projection features, for which the model is
 only ``eps``-linear (``eps`` measured as the sup-norm / total-variation residual of the best linear
-fit). :func:`make_lex_tabular_mdp` is the brief's generator: exact objective-1 ties between actions
+fit). :func:`make_lex_tabular_mdp` is our generator: exact objective-1 ties between actions
 0 and 1, a "tempting" action 2 that trades a loss ``gap`` on objective 1 for a gain ``lam0 * gap`` on
 objective 2 (same continuation, so the trade-off ratio is exactly ``lam0``), and a dominated action
 3 with its own transition row. With ``m = 3`` a fifth action copies action 1 on objectives 1-2 and
@@ -20,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from icml25.core.validate import check_in_range, check_positive
 from icml25.rl.mdp import check_transitions
 
 __all__ = ["LinearMOMDP", "LexEpisodeEnv", "make_lex_tabular_mdp", "misspecify", "one_hot_features"]
@@ -62,8 +69,8 @@ class LinearMOMDP:
             raise ValueError(f"phi must have shape ({S}, {A}, d), got {phi.shape}")
         if np.linalg.norm(phi, axis=2).max() > 1 + 1e-9:
             raise ValueError("features must satisfy ||phi(x, a)|| <= 1")
-        if self.H < 1 or not 0 <= self.x1 < S:
-            raise ValueError(f"need H >= 1 and x1 in [0, {S}), got H={self.H}, x1={self.x1}")
+        check_positive("LinearMOMDP.H", self.H, integer=True)
+        check_in_range("LinearMOMDP.x1", self.x1, 0, S, high_open=True)
         for name, arr in (("P", P), ("R", R), ("phi", phi)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -147,7 +154,7 @@ def make_lex_tabular_mdp(
     dominated_margin: float = 0.05,
     seed: int = 0,
 ) -> LinearMOMDP:
-    """The brief's tabular linear MOMDP with exact objective-1 ties and trade-off ratio ``lam0``.
+    """Our tabular linear MOMDP with exact objective-1 ties and trade-off ratio ``lam0``.
 
     Per state ``x``: ``u ~ U(0.3, 0.7)``; actions 0, 1, 2 share a Dirichlet(0.5) row; action 3 has its
     own. Objective 1: ``(u, u, u - gap, u - 0.3)``; objective 2: ``(0.2, 0.6, 0.6 + lam0 gap, 0.1)``.

@@ -18,7 +18,7 @@ allocation over the navigation-constrained set Omega(M), solved as a linear prog
 beta(N_t, delta)`` (repo ``base_agent.py``; never exercised by the repo's experiments); the
 noisy-policy and GVFExplorer baselines; Riverswim, ForkedRiverswim, DoubleChain and NArms.
 
-Choices where the brief is unsure: the constant ``gamma^2 / (4 eps^2 (1-gamma)^2)`` is the repo's
+Choices where the paper leaves room: the constant ``gamma^2 / (4 eps^2 (1-gamma)^2)`` is the repo's
 and only affects stopping; transition numbers follow the repo (Riverswim/ForkedRiverswim move right
 with 0.3); the box error metric is the exact supremum over [0,1]^S (the repo checks basis rewards);
 A^pi uses deterministic policies only; l_p-ball sets (cvxpy) and SF-NR are not implemented.

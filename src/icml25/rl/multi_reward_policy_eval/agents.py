@@ -1,5 +1,9 @@
 """Exploration agents for multi-reward multi-policy evaluation (repo ``multireward_ope/tabular/agents``).
 
+Part of our implementation of *Adaptive Exploration for Multi-Reward Multi-Policy Evaluation* (Russo
+& Pacchiano, ICML 2025, https://arxiv.org/abs/2502.02516). Implements MR-NaS-PE (Alg. 1) with the PAC
+stopping rule, and the exploration baselines of the paper's experiments (Sec. 5).
+
 Every agent keeps visit counts ``N(s,a,s')``, estimates each target policy's values by exact policy
 evaluation on the Dirichlet(1)-smoothed model ``P_hat`` and exposes ``act(s)`` / ``observe(s, a, s')``.
 

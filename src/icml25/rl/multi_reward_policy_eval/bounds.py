@@ -1,5 +1,10 @@
 """The convex upper bound on the characteristic time, its optimal allocation, and the stopping rule.
 
+Part of our implementation of *Adaptive Exploration for Multi-Reward Multi-Policy Evaluation* (Russo
+& Pacchiano, ICML 2025, https://arxiv.org/abs/2502.02516). Implements the value-deviation
+term and the convex relaxation U_eps(omega) of the instance-dependent lower bound (Sec. 3-4), its
+minimising allocation omega*, and the threshold of the stopping rule.
+
 Notation (paper Sec. 3-4, repo ``characteristic_time.py``): ``G^pi = (I - gamma P^pi)^{-1}``;
 ``K_s = I - 1 P(.|s, pi(s))^T``; the value deviation of ``pi`` at ``s`` is ``rho^pi_r(s) = K_s G^pi r``
 and ``A^pi(s) = max_i [max_{r in R_pi} |(K_s G^pi)_i r|]^2``. The relaxed bound is

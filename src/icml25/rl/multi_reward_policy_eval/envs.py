@@ -1,9 +1,14 @@
 """The tabular chains of the paper's experiments, generated in code (repo ``multireward_ope/tabular/envs``).
 
+Part of our implementation of *Adaptive Exploration for Multi-Reward Multi-Policy Evaluation* (Russo
+& Pacchiano, ICML 2025, https://arxiv.org/abs/2502.02516). Implements the environments of
+Sec. 5: Riverswim, ForkedRiverswim, DoubleChain and NArms.
+
 Every builder returns a :class:`icml25.rl.mdp.TabularMDP`; ``.to_env()`` gives a gymnasium env.
 Transition numbers follow the official repository: Riverswim's RIGHT succeeds with probability
-``p = 0.3`` (stay 0.6, slip back 0.1 in the interior); the brief's ``p = 0.7`` wording counts the
-other way round, so ``p`` here is the probability of moving right.
+``p = 0.3`` (stay 0.6, slip back 0.1 in the interior). Descriptions that quote ``p = 0.7`` count the
+other way round (0.7 is the probability of *not* moving right); ``p`` here is the probability of
+moving right.
 """
 
 from __future__ import annotations

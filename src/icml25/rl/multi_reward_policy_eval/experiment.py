@@ -1,5 +1,10 @@
 """Problem instances (target policies and reward sets of the paper's regimes) and the evaluation loop.
 
+Part of our implementation of *Adaptive Exploration for Multi-Reward Multi-Policy Evaluation* (Russo
+& Pacchiano, ICML 2025, https://arxiv.org/abs/2502.02516). Implements the
+experimental protocol of Sec. 5: the single- and multi-policy regimes, and the max value-estimation
+error over every (policy, reward) pair that the paper's figures plot.
+
 Regimes (repo ``tabular_sim.py`` / ``run.sh``):
     ``single_rewardfree``  one policy, optimal for the one-hot reward on the last state under its
                            "forward" action, evaluated on the whole box [0, 1]^S;
@@ -16,11 +21,12 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.core.progress import ProgressFn
 from icml25.rl.mdp import TabularEnv, TabularMDP, check_discount, resolvent, value_iteration
 
 from .agents import PolicyEvaluationAgent
@@ -112,7 +118,7 @@ def run_pe_experiment(
     omega_ref: np.ndarray | None = None,
     record_stopping: bool = False,
     stop_at_rule: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: ProgressFn | None = None,
 ) -> PERun:
     """Run one continuing trajectory of ``agent`` from the initial state and record its errors.
 

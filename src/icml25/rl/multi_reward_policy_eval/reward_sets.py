@@ -1,5 +1,9 @@
 """Reward sets R_pi (repo ``reward_set.py``): finite lists, the box [0,1]^S and polytopes.
 
+Part of our implementation of *Adaptive Exploration for Multi-Reward Multi-Policy Evaluation* (Russo
+& Pacchiano, ICML 2025, https://arxiv.org/abs/2502.02516). Implements the finite and
+convex reward sets of the paper's setting (the box [0,1]^S is the reward-free case).
+
 A reward is a vector ``r in [0, 1]^S`` read as ``r(s, pi(s))``. The one operation every bound and
 metric needs is the *support of |c^T r|*: for each row ``c`` of a matrix ``C`` (k, S),
 ``max_{r in R} |c^T r|``. It gives ``A^pi(s)`` (rows of ``K_s G^pi``) and the worst-case estimation
@@ -12,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+
+from icml25.core.validate import check_positive
 
 __all__ = ["RewardSet", "FiniteRewardSet", "BoxRewardSet", "PolytopeRewardSet", "canonical_rewards"]
 
@@ -65,8 +71,7 @@ class BoxRewardSet(RewardSet):
     high: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.n_states < 1:
-            raise ValueError(f"n_states must be >= 1, got {self.n_states}")
+        check_positive("BoxRewardSet.n_states", self.n_states, integer=True)
         if not 0.0 <= self.low <= self.high <= 1.0:
             raise ValueError(f"need 0 <= low <= high <= 1, got low={self.low}, high={self.high}")
 

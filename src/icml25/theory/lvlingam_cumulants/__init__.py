@@ -10,7 +10,7 @@ underspecified instrumental-variable problem (one instrument, two treatments). E
 closed-form estimator: the roots of a pairwise polynomial whose coefficients are cumulants, with
 the right root picked by matching marginal cumulants and covariance (IV) equations.
 
-Implements: the cumulant construction of Sec. 2 (set partitions without singletons, streamed
+Implements: the paper's cumulant construction (set partitions without singletons, streamed
 moments, optional unbiased k-statistics up to order 4), the ReLVLiNGAM pair polynomial and
 marginal cumulants, the proxy estimators CM (no Z -> T edge, l latents) and ICM (Z -> T edge,
 l = 1 closed form and l >= 2), the cumulant-minimisation refinement, the underspecified IV

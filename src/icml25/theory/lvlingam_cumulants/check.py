@@ -28,7 +28,8 @@ replicates (IV: the mean over the two effects); an estimator that fails (degener
 polynomial, Gaussian-looking data) counts as an infinite error. ``slope`` is the least-squares
 slope of log10(median error) on log10(n).
 
-Criteria, declared before any small-scale run and never tuned afterwards:
+Criteria, declared before any small-scale run and never tuned afterwards, for every (setting,
+noise) the configuration runs (``claim_for``):
     * every proposed estimator's slope < 0 in every seed (``reduce="max"``);
     * at the largest n, each proposed estimator's median error (mean over seeds) is below half
       that of every baseline misspecified for its graph (cross-moment and OLS for the proxy
@@ -41,6 +42,7 @@ of these estimators; it is not used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ import numpy as np
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.validate import check_fields
 
 from .cumulants import Cumulants
 from .estimators import (
@@ -118,17 +121,18 @@ class LvLingamConfig:
         sizes = list(self.sample_sizes)
         if len(sizes) < 2 or sizes != sorted(set(sizes)) or sizes[0] < 10:
             raise ValueError(f"sample_sizes must be >= 2 increasing sizes >= 10, got {self.sample_sizes}")
-        if self.replicates < 1:
-            raise ValueError(f"replicates must be >= 1, got {self.replicates}")
+        check_fields(self, positive_int=("replicates",))
 
 
-def _criteria() -> tuple[Criterion, ...]:
-    """Judged at small and full for the small settings; the full-only settings at full."""
+def _criteria(config: LvLingamConfig) -> tuple[Criterion, ...]:
+    """The criteria for the settings and noises ``config`` runs, judged at small and full.
+
+    A setting or noise left out of ``config`` has no criterion (it would have no metric); the
+    tiny smoke criteria use the first noise of ``config``.
+    """
     out: list[Criterion] = []
-    small = LvLingamConfig()
-    for setting in SETTINGS:
-        scales = ("small", "full") if setting in small.settings else ("full",)
-        for noise in ("gamma", "beta"):
+    for setting in config.settings:
+        for noise in config.noises:
             key = f"{setting}/{noise}"
             for arm in (a for a in PROPOSED if a in ARMS[setting]):
                 out.append(
@@ -139,7 +143,7 @@ def _criteria() -> tuple[Criterion, ...]:
                         op="<",
                         threshold=0.0,
                         reduce="max",
-                        scales=scales,
+                        scales=("small", "full"),
                         description=f"{arm} median relative error falls with n ({key}; log-log slope < 0)",
                     )
                 )
@@ -153,15 +157,16 @@ def _criteria() -> tuple[Criterion, ...]:
                             other_arm=base,
                             factor=CLEAR_FACTOR,
                             reduce="mean",
-                            scales=scales,
+                            scales=("small", "full"),
                             description=(
                                 f"{arm} median relative error at the largest n is below half that of "
                                 f"{base} ({key})"
                             ),
                         )
                     )
-    # tiny: smoke conditions (finite, and below the misspecified baseline at n = 1e5)
-    for key, base in (("proxy_edge_l1/gamma", "cross_moment"), ("iv/gamma", "min_norm")):
+    # tiny: smoke conditions (finite, and below the structurally misspecified baseline at n_max)
+    for setting in config.settings:
+        key, base = f"{setting}/{config.noises[0]}", MISSPECIFIED[setting][0]
         out.append(
             Criterion(
                 f"tiny/{key}/below_{base}",
@@ -177,7 +182,13 @@ def _criteria() -> tuple[Criterion, ...]:
     return tuple(out)
 
 
-CLAIM = Claim(
+def _claim(config: LvLingamConfig) -> Claim:
+    criteria = _criteria(config)
+    headline = next(c.name for c in criteria if "/beats_" in c.name)
+    return dataclasses.replace(CLAIM_TEMPLATE, criteria=criteria, headline=headline)
+
+
+CLAIM_TEMPLATE = Claim(
     statement=(
         "Higher-order-cumulant estimators recover causal effects in lvLiNGAM from a single proxy (also "
         "when the proxy affects the treatment, and with two latents) or one instrument for two "
@@ -187,7 +198,7 @@ CLAIM = Claim(
     source="Sec. 6 simulations (proxy and IV experiments; repository result files, gamma and beta noise)",
     ours="cumulant",
     baselines=("cumulant_min", "cumulant_leftover", "cross_moment", "min_norm", "ols"),
-    criteria=_criteria(),
+    criteria=_criteria(LvLingamConfig()),
     headline="proxy_edge_l1/gamma/cumulant/beats_cross_moment",
     min_seeds=2,
     setup_notes=(
@@ -199,6 +210,7 @@ CLAIM = Claim(
         "criterion). GRICA and ReLVLiNGAM are not run."
     ),
 )
+CLAIM = _claim(LvLingamConfig())  # the small preset's claim; claim_for builds it for any config
 
 
 def _relative_error(estimate: Any, truth: np.ndarray) -> float:
@@ -269,6 +281,9 @@ class LvLingamCumulantsCheck(ClaimCheck[LvLingamConfig]):
         ),
     }
     default_seeds = {"tiny": 1, "small": 2, "full": 1}
+
+    def claim_for(self, config: LvLingamConfig) -> Claim:
+        return _claim(config)
 
     def run_seed(self, config: LvLingamConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         metrics: dict[str, dict[str, float]] = {a: {} for a in CLAIM.arms}

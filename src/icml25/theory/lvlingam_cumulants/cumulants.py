@@ -1,16 +1,21 @@
 """Higher-order cross-cumulants: streaming sample moments, plug-in cumulants, k-statistics.
 
+Part of our implementation of *Causal Effect Identification in lvLiNGAM from Higher-Order Cumulants*
+(Tramontano et al., ICML 2025, https://arxiv.org/abs/2506.05202). Implements the sample cumulants
+every estimator of the paper is built from, and the population cumulant tensors
+``C^(k) = sum_s omega_s^(k) b'_s (x) ... (x) b'_s`` of the lvLiNGAM model used to test the
+estimators' algebra exactly.
+
 Notation: ``X`` is ``(n, p)`` (n samples, p observed variables); an index tuple ``idx`` of length
 k names the k-th order cross-cumulant ``kappa(x_idx[0], ..., x_idx[k-1])``; ``alpha`` is an exponent
 vector (``E[prod_v x_v ** alpha_v]``).
 
-Sample cumulants follow the paper's construction (Sec. 2.1 of the brief; the released code's
-``get_cumulant_formula``): centre the data, then sum over set partitions of the index positions
-with no singleton block, weight ``(-1)^(m-1) (m-1)!`` for ``m`` blocks, times the product of
-block moments. These plug-in cumulants are multilinear in the data, so a linear change of
-variables acts on them exactly as on population cumulants (:meth:`Cumulants.transform`).
-Unbiased multivariate k-statistics are offered for orders 2-4 (closed forms by polarisation of
-Fisher's univariate k-statistics); higher orders raise.
+Sample cumulants follow the paper's construction as released (``get_cumulant_formula``): centre the
+data, then sum over set partitions of the index positions with no singleton block, weight
+``(-1)^(m-1) (m-1)!`` for ``m`` blocks, times the product of block moments. These plug-in cumulants
+are multilinear in the data, so a linear change of variables acts on them exactly as on population
+cumulants (:meth:`Cumulants.transform`). Unbiased multivariate k-statistics are offered for orders
+2-4 (closed forms by polarisation of Fisher's univariate k-statistics); higher orders raise.
 
 Moments are streamed over row chunks: per chunk, the monomials of all but the last variable
 (``H``, degree <= K) and the powers of the last one (``R``) give every needed moment at once as
@@ -190,7 +195,7 @@ def _alpha(idx: Sequence[int], p: int) -> tuple[int, ...]:
 
 
 def _plugin_cumulant(moments: Mapping[tuple[int, ...], float], idx: Sequence[int], p: int) -> float:
-    """Sec. 2.1: sum over no-singleton partitions of (-1)^(m-1) (m-1)! prod_blocks E[block]."""
+    """Plug-in cumulant: sum over no-singleton partitions of (-1)^(m-1) (m-1)! prod_blocks E[block]."""
     total = 0.0
     for part in set_partitions_no_singletons(len(idx)):
         m = len(part)
@@ -305,7 +310,7 @@ class Cumulants:
 
     @classmethod
     def from_mixing(cls, B: np.ndarray, source_cumulants: np.ndarray) -> Cumulants:
-        """Exact population cumulants of ``x = B s`` with independent sources (Sec. 2.1).
+        """Exact population cumulants of ``x = B s`` with independent sources (multilinearity).
 
         ``C^(k) = sum_s omega_s^(k) B[:, s]^{(x) k}``.
 

@@ -1,11 +1,14 @@
 """Causal-effect estimators from higher-order cumulants (proxy and underspecified IV) and baselines.
 
+Part of our implementation of *Causal Effect Identification in lvLiNGAM from Higher-Order
+Cumulants* (Tramontano et al., ICML 2025, https://arxiv.org/abs/2506.05202).
+
 Every estimator takes either a data matrix ``(n, p)`` with its columns in the documented order or
 a :class:`~.cumulants.Cumulants` object (sample or exact population cumulants); the algebra runs
 on cumulants only, so exact population cumulants return the true effect up to round-off.
 
-Implements (numbering as in the implementer's brief, Sec. 2.2-2.4, and the released
-``helpers/models.py``):
+Implements the estimators that the paper derives from its identification proofs, as released in
+``helpers/models.py``:
     * the pairwise root polynomial of ReLVLiNGAM (``get_constraints_for_l_latents``): rows are
       cumulants of the pair (j, i), the polynomial is the cofactor expansion of
       ``det [[1, b, ..., b^(l+1)], A_0, ..., A_l]`` along its first row;
@@ -16,27 +19,27 @@ Implements (numbering as in the implementer's brief, Sec. 2.2-2.4, and the relea
     * baselines: naive OLS, the cross-moment estimator of Kivva et al. (2023) (``cross_moment``),
       min-norm IV (projection of 0 onto the IV hyperplane).
 
-Choices where the brief is unsure: the ICM (l >= 2) consistency offset is the natural
+Choices where the paper's text is unsure: the ICM (l >= 2) consistency offset is the natural
 ``|r_Y - b r_T|`` (``offset="natural"``); the released code's ``|b r_Y - r_T|`` is available as
 ``offset="released"``. CM pairs the (Z, Y) and (Z, T) roots by the matched permutation in the
-direction the matching defines (the released code indexes it the other way round, identical
-for l <= 2 since every permutation of two items is an involution). CM's last step (brief step
-4) is a known weak point: the released rule matches ``[0, ratio_1..ratio_l]`` to the (T, Y)
-roots and returns the root matched to the placeholder 0, which ties (and in population picks
-the wrong root) whenever a latent ratio lies between 0 and b, since then
-``|b| = |b - ratio| + |ratio|``; on exact population cumulants it misses the effect for about
-4% (l = 1) to 12% (l = 2) of the simulated models. ``match="leftover"`` instead matches the l
-latent ratios to l of the l + 1 roots and returns the root left over; it is exact in
-population but, in our runs at n = 1e5 with two latents, picks the wrong root far more often
-than the released rule, whose |root| penalty favours moderate effects. The released rule stays
-the default (it is the paper's estimator); the claim check runs both. The cumulant
-minimisation runs BFGS on ``x / |x0|`` so that its stopping rule does not depend on units.
-Roots keep their real parts (``.roots().real``). Gaussianity: before estimating, each observed
-variable gets a Jarque-Bera p-value from its sample cumulants; if every variable looks Gaussian
-at level ``gaussian_alpha`` the estimator raises :class:`GaussianNoiseError`; a rank-deficient
-cumulant block (exactly Gaussian or symmetric sources in population, too few latents assumed)
-raises :class:`NotIdentifiableError`. Symmetric noise (uniform, Laplace) has zero third
-cumulants, which the one-latent polynomial needs: the effect is then not identified by it.
+direction the matching defines (the released code indexes it the other way round, identical for
+l <= 2 since every permutation of two items is an involution). CM's last step (matching the latent
+ratios to the (T, Y) roots) is a known weak point: the released rule matches
+``[0, ratio_1..ratio_l]`` to the (T, Y) roots and returns the root matched to the placeholder 0,
+which ties (and in population picks the wrong root) whenever a latent ratio lies between 0 and b,
+since then ``|b| = |b - ratio| + |ratio|``; on exact population cumulants it misses the effect for
+about 4% (l = 1) to 12% (l = 2) of the simulated models. ``match="leftover"`` instead matches the l
+latent ratios to l of the l + 1 roots and returns the root left over; it is exact in population but,
+in our runs at n = 1e5 with two latents, picks the wrong root far more often than the released rule,
+whose |root| penalty favours moderate effects. The released rule stays the default (it is the
+paper's estimator); the claim check runs both. The cumulant minimisation runs BFGS on ``x / |x0|``
+so that its stopping rule does not depend on units. Roots keep their real parts (``.roots().real``).
+Gaussianity: before estimating, each observed variable gets a Jarque-Bera p-value from its sample
+cumulants; if every variable looks Gaussian at level ``gaussian_alpha`` the estimator raises
+:class:`GaussianNoiseError`; a rank-deficient cumulant block (exactly Gaussian or symmetric sources
+in population, too few latents assumed) raises :class:`NotIdentifiableError`. Symmetric noise
+(uniform, Laplace) has zero third cumulants, which the one-latent polynomial needs: the effect is
+then not identified by it.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ class NotIdentifiableError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------
-# the pairwise root polynomial (brief Sec. 2.2)
+# the pairwise root polynomial (ReLVLiNGAM's construction, used by every estimator of the paper)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -191,7 +194,7 @@ def min_dist_perm(v1: np.ndarray, v2: np.ndarray) -> tuple[int, ...]:
 
 
 # ----------------------------------------------------------------------------------------------
-# proxy estimators (brief Sec. 2.3); variables ordered Z = 0, T = 1, Y = 2
+# single-proxy estimators (CM, ICM, cumulant minimisation); variables ordered Z = 0, T = 1, Y = 2
 # ----------------------------------------------------------------------------------------------
 
 
@@ -436,7 +439,7 @@ class CumulantMinimization(ProxyCumulantEstimator):
 
 
 # ----------------------------------------------------------------------------------------------
-# underspecified IV (brief Sec. 2.4); variables ordered Z = 0, T1 = 1, T2 = 2, Y = 3
+# underspecified IV (one instrument, two treatments); variables ordered Z = 0, T1 = 1, T2 = 2, Y = 3
 # ----------------------------------------------------------------------------------------------
 
 

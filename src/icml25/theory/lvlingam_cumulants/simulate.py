@@ -1,19 +1,24 @@
 """Latent-variable LiNGAM graphs, random models on them, exact source cumulants, and sampling.
 
-Model (Sec. 2.1 of the brief): ``V = A V + N`` with independent, zero-mean, non-Gaussian noises.
-Observed variables come first (indices ``0..p-1``, in topological order), latents last
-(``p..p+l-1``) and latents have no parents. ``adj_obs[v, w] = 1`` means ``w -> v`` and
+Part of our implementation of *Causal Effect Identification in lvLiNGAM from Higher-Order Cumulants*
+(Tramontano et al., ICML 2025, https://arxiv.org/abs/2506.05202). Implements the paper's lvLiNGAM
+model and the random models of its simulations.
+
+Model (the paper's lvLiNGAM in canonical form): ``V = A V + N`` with independent, zero-mean,
+non-Gaussian noises. Observed variables come first (indices ``0..p-1``, in topological order),
+latents last (``p..p+l-1``) and latents have no parents. ``adj_obs[v, w] = 1`` means ``w -> v`` and
 ``adj_latent[v, s] = 1`` means latent ``s -> v``, as in the released ``simulate_data.py``. The
 observed data are ``X = N_obs-and-latent @ B'^T`` with ``B' = (I - Lambda)^{-1} [I, Gamma]``
 (``(p, p + l)``; column ``s`` holds the total effects of source ``s``).
 
-Simulation protocol (brief Sec. 2.5, ported to numpy with an explicit generator): edge weights
+Simulation protocol (the paper's simulations as released in ``simulate_data.py`` and
+``experiments_utils.py``, ported to numpy with an explicit generator): edge weights
 ``+-U(0.5, 0.9)`` with random sign; the first (topologically lowest) child of each latent gets
-weight 1; noise parameters drawn per source (gamma shape U(0.1, 1) scale U(0.1, 0.5); beta
-alpha U(1.5, 2) beta U(2, 10); lognormal mu U(-2, -0.5) sigma U(0.1, 0.4); exponential scale
-U(0.8, 1.2); uniform radius U(1, 3)). Laplace (scale U(0.5, 1)) and Gaussian (sd U(0.5, 1)) are
-our additions: Laplace is symmetric (third cumulant 0), Gaussian is unidentifiable and exists
-only to test that the estimators refuse it.
+weight 1; noise parameters drawn per source (gamma shape U(0.1, 1) scale U(0.1, 0.5); beta alpha
+U(1.5, 2) beta U(2, 10); lognormal mu U(-2, -0.5) sigma U(0.1, 0.4); exponential scale U(0.8, 1.2);
+uniform radius U(1, 3)). Laplace (scale U(0.5, 1)) and Gaussian (sd U(0.5, 1)) are our additions:
+Laplace is symmetric (third cumulant 0), Gaussian is unidentifiable and exists only to test that the
+estimators refuse it.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ class NoiseSpec:
 
     @classmethod
     def draw(cls, kind: str, rng: np.random.Generator) -> NoiseSpec:
-        """Parameters drawn as in the released simulator (brief Sec. 2.5)."""
+        """Parameters drawn as in the released simulator (``simulate_data.py``)."""
         u = rng.uniform
         table: dict[str, tuple[float, ...]] = {
             "gamma": (u(0.1, 1.0), u(0.1, 0.5)),
@@ -213,7 +218,7 @@ def proxy_graph(n_latent: int = 1, *, proxy_affects_treatment: bool = False) -> 
 
 def iv_graph() -> LvLingamGraph:
     """Underspecified IV graph (Z = 0, T1 = 1, T2 = 2, Y = 3): Z -> T1, T2; T1, T2 -> Y;
-    latent L1 -> T2, Y and latent L2 -> T1, Y (brief Sec. 2.4)."""
+    latent L1 -> T2, Y and latent L2 -> T1, Y (the paper's IV experiment graph)."""
     A = np.zeros((4, 4), dtype=int)
     A[1, 0] = A[2, 0] = A[3, 1] = A[3, 2] = 1
     G = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
@@ -280,7 +285,7 @@ def random_model(
     *,
     weight_range: tuple[float, float] = (0.5, 0.9),
 ) -> LvLingamModel:
-    """Random weights and noise parameters on ``graph`` (brief Sec. 2.5).
+    """Random weights and noise parameters on ``graph``, as in the released simulator.
 
     Args:
         graph: the graph.

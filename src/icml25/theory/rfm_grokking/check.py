@@ -17,13 +17,15 @@ Arms:
 Choices the paper leaves open, decided here: "the jump" is the first iteration whose test
 accuracy exceeds the fixed kernel's by 5 points; "the first 5 iterations" are t = 1..5 (t = 0 is
 M = I); "by iteration 30" is tested on the last of the 30 kernel solves (t = 29), which is stricter
-than the best value. Iterations never reached are stored as ``iters``. The + and x criteria are
-judged at small and full, - and / at full only. The two network criteria (NFM-sqrt(AGOP)
-correlation > 0.8, high test accuracy) come from the brief's expectations, beyond the issue's list.
+than the best value. Iterations never reached are stored as ``iters``. Every operation a
+configuration runs is judged (``claim_for``): + and x at small, all four at full. The two network
+criteria (NFM-sqrt(AGOP) correlation > 0.8, test accuracy >= 90%) are our thresholds for the
+paper's Sec. 4 observation (correlation > 0.92 at width 1024), loosened for our width 512.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,6 +35,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.validate import check_fields, check_in_range
 
 from .circulant import random_circulant_features
 from .data import OPERATIONS, check_prime, modular_dataset
@@ -41,7 +44,7 @@ from .measures import discrete_log_reorder
 from .network import QuadraticMLP, train_mlp
 from .rfm import RFM, fit_metrics
 
-SMALL_FULL, FULL = ("small", "full"), ("full",)
+SMALL_FULL = ("small", "full")
 FLAT_ITERS = 5  # "test accuracy <= 5% for at least the first 5 iterations"
 JUMP_MARGIN = 0.05  # the jump: test accuracy above the fixed kernel's by this much
 
@@ -70,17 +73,20 @@ class RFMGrokkingConfig:
             raise ValueError(f"ops must be a non-empty subset of {OPERATIONS}, got {self.ops}")
         if self.iters < FLAT_ITERS + 2:
             raise ValueError(
-                f"iters must be at least {FLAT_ITERS + 2} to observe a flat phase, got {self.iters}"
+                f"RFMGrokkingConfig.iters must be at least {FLAT_ITERS + 2} to observe a flat phase, "
+                f"got {self.iters}"
             )
         check_prime(self.p)
         for name in ("train_frac", "net_train_frac"):
-            if not 0.0 < getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must lie strictly between 0 and 1, got {getattr(self, name)}")
-        if self.bandwidth <= 0 or self.ridge < 0 or self.agop_power <= 0:
-            raise ValueError("bandwidth and agop_power must be positive and ridge non-negative")
-        for name in ("net_width", "net_epochs", "net_measure_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+            check_in_range(
+                f"RFMGrokkingConfig.{name}", getattr(self, name), 0.0, 1.0, low_open=True, high_open=True
+            )
+        check_fields(
+            self,
+            positive=("bandwidth", "agop_power"),
+            non_negative=("ridge",),
+            positive_int=("net_width", "net_epochs", "net_measure_every"),
+        )
 
 
 # (name, arm, metric, op, threshold, reduce over seeds, meaning), declared before any run at p = 61.
@@ -93,7 +99,7 @@ _PER_OP: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
         ">=",
         0.99,
         "min",
-        "x{sym}y: every seed reaches >= 99% test accuracy by iteration 30",
+        "x{sym}y: every seed reaches >= 99% test accuracy by iteration {iters}",
     ),
     (
         "interpolates",
@@ -159,7 +165,8 @@ _PER_OP: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
         "the quadratic network reaches high test accuracy",
     ),
 )
-# tiny: the brief's smoke conditions at p = 31 on x+y (which does not fully grok in 20 iterations)
+# tiny: smoke conditions on the first operation (x+y at p = 31, which does not fully grok in 20
+# iterations, so the tiny run checks the mechanics, not the jump)
 _TINY: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
     ("tiny_interpolates", "rfm", "train_mse_max", "<", 1e-6, "max", "train MSE ~ 0"),
     ("tiny_flat_start", "rfm", "test_acc_max_first5", "<=", 0.05, "max", "flat start"),
@@ -185,16 +192,11 @@ _TINY: tuple[tuple[str, str, str, Any, float, Any, str], ...] = (
 )
 
 
-def _criteria() -> tuple[Criterion, ...]:
+def _criteria(config: RFMGrokkingConfig) -> tuple[Criterion, ...]:
+    """The criteria for the operations ``config`` runs (small and full), plus the tiny smoke
+    conditions on its first operation; "by iteration N" follows ``config.iters``."""
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-    # + and x are judged at small and full; - and / only at full (the small preset does not run them)
-    judged = [
-        ("add", SMALL_FULL, _PER_OP),
-        ("mul", SMALL_FULL, _PER_OP),
-        ("sub", FULL, _PER_OP),
-        ("div", FULL, _PER_OP),
-        ("add", ("tiny",), _TINY),
-    ]
+    judged = [(op, SMALL_FULL, _PER_OP) for op in config.ops] + [(config.ops[0], ("tiny",), _TINY)]
     return tuple(
         Criterion(
             f"{op}_{name}",
@@ -204,14 +206,24 @@ def _criteria() -> tuple[Criterion, ...]:
             threshold=threshold,
             reduce=reduce,
             scales=scales,
-            description=text.format(sym=symbol[op]),
+            description=text.format(sym=symbol[op], iters=config.iters),
         )
         for op, scales, table in judged
         for name, arm, metric, cmp, threshold, reduce, text in table
     )
 
 
-CLAIM = Claim(
+def _claim(config: RFMGrokkingConfig) -> Claim:
+    first = config.ops[0]
+    return dataclasses.replace(
+        CLAIM_TEMPLATE,
+        criteria=_criteria(config),
+        headline=f"{first}_groks",
+        headline_baseline=f"fixed_kernel.{first}/test_acc",
+    )
+
+
+CLAIM_TEMPLATE = Claim(
     statement=(
         "A Recursive Feature Machine groks modular arithmetic (p = 61, + and x): zero training loss "
         "throughout, test accuracy at chance for several iterations and then 100%, with circulant "
@@ -221,7 +233,7 @@ CLAIM = Claim(
     source="Fig. 1-2 (RFM grokking, progress measures), Fig. 4 (random circulant), Sec. 4 (networks)",
     ours="rfm",
     baselines=("fixed_kernel", "random_circulant", "quadratic_net"),
-    criteria=_criteria(),
+    criteria=_criteria(RFMGrokkingConfig()),
     headline="add_groks",
     headline_baseline="fixed_kernel.add/test_acc",
     min_seeds=2,
@@ -231,9 +243,11 @@ CLAIM = Claim(
         "only (the paper also runs - and /). The network is width 512 (paper 1024) at train fraction "
         "0.3 for 1000 epochs with the paper's AdamW settings; the paper's 3000-epoch sweeps over "
         "training fractions are not run. Seeds change the train/test split and the random features. The "
-        "network criteria follow the brief's expectations (NFM-sqrt(AGOP) correlation > 0.8)."
+        "network criteria are ours: the paper reports NFM-sqrt(AGOP) correlations above 0.92 (Sec. 4), "
+        "we require > 0.8 at our smaller width and shorter training."
     ),
 )
+CLAIM = _claim(RFMGrokkingConfig())  # the small preset's claim; claim_for builds it for any config
 
 
 def _first(values: Sequence[float], cond: Any, default: int) -> int:
@@ -285,6 +299,9 @@ class RFMGrokkingCheck(ClaimCheck[RFMGrokkingConfig]):
         "full": RFMGrokkingConfig(ops=("add", "sub", "mul", "div"), net_width=1024, net_epochs=3000),
     }
     default_seeds = {"tiny": 1, "small": 3, "full": 3}
+
+    def claim_for(self, config: RFMGrokkingConfig) -> Claim:
+        return _claim(config)
 
     def run_seed(self, config: RFMGrokkingConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         metrics: dict[str, dict[str, float]] = {a: {} for a in CLAIM.arms}

@@ -24,6 +24,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from icml25.core.validate import check_fields
+
 
 @runtime_checkable
 class MahalanobisKernel(Protocol):
@@ -60,8 +62,7 @@ class GaussianMahalanobisKernel:
     bandwidth: float = 2.5
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.bandwidth) and self.bandwidth > 0):
-            raise ValueError(f"bandwidth must be a positive number, got {self.bandwidth}")
+        check_fields(self, positive=("bandwidth",))
 
     def matrix(self, X: np.ndarray, Z: np.ndarray, M: np.ndarray) -> np.ndarray:
         # Alg. 1 (kernel): K_M(x, z) = exp(-||x - z||_M^2 / (2 L^2))
@@ -94,8 +95,7 @@ class QuadraticMahalanobisKernel:
     scale: float = 3.0
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"scale must be a positive number, got {self.scale}")
+        check_fields(self, positive=("scale",))
 
     def matrix(self, X: np.ndarray, Z: np.ndarray, M: np.ndarray) -> np.ndarray:
         # K_M(x, z) = s (x^T M z)^2
