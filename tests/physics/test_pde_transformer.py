@@ -261,3 +261,13 @@ def test_bench_prints_scaling_table_as_json(capsys: pytest.CaptureFixture[str]) 
     assert math.isfinite(table["exponent_dit"]) and math.isfinite(table["exponent_pde_transformer"])
     with pytest.raises(SystemExit):
         main(["--sizes", "48", "64"])
+
+
+def test_rollout_criterion_follows_the_configured_rollout_length() -> None:
+    from icml25.physics.pde_transformer.check import CHECK
+
+    small = CHECK.config("small")
+    assert CHECK.claim_for(small) == CHECK.claim  # the class claim is the preset's
+    claim = CHECK.claim_for(CHECK.config("tiny", {"rollout_steps": 3}))
+    rollout = [c for c in claim.criteria if c.name.startswith("lower_nrmse") and c.name != "lower_nrmse1"]
+    assert [c.metric for c in rollout] == ["nrmse3_mean"] and claim.headline == "lower_nrmse3"

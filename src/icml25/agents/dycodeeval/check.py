@@ -31,14 +31,14 @@ Choices, declared before any small-scale number was seen:
   and a simulated code model pair (clean: returns ``None``; contaminated: returns the stored
   solution when the prompt is exactly a leaked original), labelled as such.
 * ``small`` also runs the template control over all 164 HumanEval problems and reports the share
-  whose canonical solution still passes under the variant prompt (the brief's preservation check).
+  whose canonical solution still passes under the variant prompt (our check that the rewriting
+  preserves semantics, the metamorphic relation the paper relies on).
 
-Deviations from the brief's proposed check: the brief (written assuming no LLM could run here)
-proposed a synthetic slot-problem family with a TF-IDF "SlotSolver" and a memorising wrapper; the
-issue asks for a real code model contaminated by fine-tuning, which SmolLM2-135M allows within
-budget, so that is what runs (the synthetic family is not implemented). Leak fractions
-{0, .25, .5, .75, 1} and 60 seeds x 10 variants do not fit: one leak fraction (0.5), 8 seeds, 3
-scenarios each. Parameter renaming by the template control is not implemented (scenario preamble
+Deviations from the paper, our choices for a CPU budget: a real code model contaminated by
+fine-tuning (SmolLM2-135M fits the budget) rather than a synthetic problem family with a simulated
+solver, so that the memorisation being measured is real; the paper's leak fractions
+{0, .25, .5, .75, 1} over all of HumanEval and MBPP do not fit, so one leak fraction (0.5), 8
+seeds, 3 scenarios each. Parameter renaming by the template control is not implemented (scenario preamble
 only); the LLM path keeps the signature, as the paper's ``replace_docstring`` does.
 
 Outcome at ``small`` (seed 0, 2026-12-02): not reproduced. Fine-tuning inflates static Pass@1 on
@@ -61,6 +61,7 @@ import numpy as np
 
 from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.validate import check_fields
 from icml25.data.humaneval import load_humaneval
 from icml25.llm.chat import ChatModel, GenerationConfig, ScriptedChatModel
 
@@ -92,7 +93,8 @@ class DyCodeEvalCheckConfig:
         dypass_ks: K values of DyPass@K.
         batch_size: conversations per generate call of the local model.
         preservation_check: also rewrite all 164 HumanEval problems with the template control and
-            count how many canonical solutions still pass under the variant prompt (brief, Sec. 6).
+            count how many canonical solutions still pass under the variant prompt (semantic
+            preservation; our check).
     """
 
     backend: str = "smollm2-135m-instruct"
@@ -118,8 +120,7 @@ class DyCodeEvalCheckConfig:
             raise ValueError(f"n_problems must be at least 2, got {self.n_problems}")
         if not 0 < self.leak_fraction < 1:
             raise ValueError(f"leak_fraction must lie strictly between 0 and 1, got {self.leak_fraction}")
-        if self.finetune_epochs < 1 or self.finetune_lr <= 0:
-            raise ValueError("finetune_epochs must be >= 1 and finetune_lr > 0")
+        check_fields(self, positive_int=("finetune_epochs",), positive=("finetune_lr",))
         if not self.dypass_ks or min(self.dypass_ks) < 1:
             raise ValueError(f"dypass_ks must be positive integers, got {self.dypass_ks}")
 

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from icml25.core.validate import check_fields
 from icml25.llm.chat import ChatModel, Conversation, GenerationConfig
 from icml25.llm.code_eval import build_program
 from icml25.llm.sandbox import run_python
@@ -93,12 +94,19 @@ class DyCodeEvalConfig:
     exec_timeout_s: float = 3.0
 
     def __post_init__(self) -> None:
-        for name in ("scenario_num", "context_num", "prompts_per_round", "max_rounds"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("proposer_tokens", "context_tokens", "rewriter_tokens", "validator_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        check_fields(
+            self,
+            positive_int=(
+                "scenario_num",
+                "context_num",
+                "prompts_per_round",
+                "max_rounds",
+                "proposer_tokens",
+                "context_tokens",
+                "rewriter_tokens",
+                "validator_tokens",
+            ),
+        )
 
 
 def _conv(role: str, user: str) -> Conversation:

@@ -1,7 +1,9 @@
 """scikit-learn's bundled digits (8×8, 17 grey levels) with a fixed train/val/test split.
 
 Part of the TarFlow claim check (*Normalizing Flows are Capable Generative Models*, ICML 2025,
-https://arxiv.org/abs/2412.06329). 1797 images with integer values 0–16 (L = 17 levels). The
+https://arxiv.org/abs/2412.06329): at CPU scale it stands in for the paper's ImageNet 64×64
+bits/dim benchmark and for its class-conditional guidance experiments (Sec. 3.3); the dataset is
+our choice. 1797 images with integer values 0–16 (L = 17 levels). The
 split is fixed (stratified, ``random_state=0``): 360 test images, and of the remaining 1437,
 10% (144) are held out for model selection, leaving 1293 for training. Nothing is downloaded.
 """

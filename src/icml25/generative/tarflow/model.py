@@ -18,7 +18,7 @@ p(x) = N(z; 0, I)·|det ∂z/∂x|, so NLL = ½‖z‖² + (D/2)·log 2π − Σ
 Sampling inverts the blocks in reverse order, token by token (x_t = z_t ⊙ exp(a_t) + μ_t), with a
 key/value cache so each step costs one token's worth of Transformer compute.
 
-Choices made here where the paper/brief leaves room:
+Our choices, where the paper leaves room or where this module departs from the official code:
     * ``logdet`` is the per-sample *sum* in nats (the official code returns a per-dimension mean);
       ``nll`` / ``nll_per_dim`` make the two explicit.
     * ``z`` is returned in image layout (B, C, H, W) (un-patchified), so ``inverse`` takes what
@@ -47,6 +47,7 @@ from typing import Literal, NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
+from icml25.core.validate import check_fields
 from icml25.nn.attention import KVCache
 from icml25.nn.blocks import TransformerBlock
 from icml25.nn.embeddings import patchify, unpatchify
@@ -102,19 +103,19 @@ class TarFlowConfig:
     alternate: bool = True
 
     def __post_init__(self) -> None:
-        for name in (
-            "in_channels",
-            "img_size",
-            "patch_size",
-            "channels",
-            "num_blocks",
-            "head_dim",
-            "mlp_ratio",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TarFlowConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.layers_per_block < 0 or self.num_classes < 0:
-            raise ValueError("TarFlowConfig.layers_per_block and num_classes must be >= 0")
+        check_fields(
+            self,
+            positive_int=(
+                "in_channels",
+                "img_size",
+                "patch_size",
+                "channels",
+                "num_blocks",
+                "head_dim",
+                "mlp_ratio",
+            ),
+            non_negative_int=("layers_per_block", "num_classes"),
+        )
         if self.img_size % self.patch_size:
             raise ValueError(
                 f"TarFlowConfig.img_size={self.img_size} is not divisible by patch_size={self.patch_size}"
@@ -151,7 +152,13 @@ def gaussian_nll(z: Tensor, logdet: Tensor, log_var: Tensor | None = None) -> Te
 
 
 class MetaBlock(nn.Module):
-    """One autoregressive affine flow block over the token sequence (steps 1-7 of the brief)."""
+    """One autoregressive affine flow block over the token sequence (Sec. 3, Eq. 4-6).
+
+    The steps, in the order of the official ``MetaBlock.forward`` and numbered for the inline comments:
+    (1) permute the tokens by π_b; (2) project them to width Ch and add the positional (and class)
+    embeddings, which follow π_b; (3) run the causal Transformer layers; (4) project to (a, μ);
+    (5) shift right by one token; (6) z = (u − μ)·exp(−a); (7) log-det = −Σ a.
+    """
 
     def __init__(self, config: TarFlowConfig, flip: bool) -> None:
         super().__init__()

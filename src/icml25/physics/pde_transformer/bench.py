@@ -1,7 +1,11 @@
-"""Runtime scaling benchmark for PDE-Transformer (ICML 2025, https://arxiv.org/abs/2505.24717).
+"""Runtime scaling benchmark for PDE-Transformer against a global-attention DiT.
 
-Claim (b) of the brief: windowed attention scales better with the grid than global attention. One run
-times a forward pass (batch 1, no gradients, median of repeats) of an equal-width PDE-Transformer
+*PDE-Transformer: Efficient and Versatile Transformers for Physics Simulations* (Holzschuh et al.,
+ICML 2025, https://arxiv.org/abs/2505.24717). Checks the efficiency side of the paper's claim (the
+"Efficient" of its title, and its comparison of training cost against DiT-style backbones): attention
+restricted to local shifted windows costs time linear in the number of tokens, where global attention
+grows quadratically. The benchmark itself is our own design, not a figure or table of the paper. One
+run times a forward pass (batch 1, no gradients, median of repeats) of an equal-width PDE-Transformer
 (MC, D = 64, 4 heads, window 4, patch 4, depths [2, 4, 2], i.e. 8 blocks) and a DiT (D = 64, 4 heads,
 patch 4, 8 blocks) at 32^2, 64^2, 128^2 and 256^2 grids, prints the times, the DiT / PDE-T ratio and
 the exponent ``a`` of ``time ~ tokens^a`` fitted over the two largest grids for each model (near 1 is

@@ -1,9 +1,12 @@
-"""Multi-PDE next-step data for PDE-Transformer (ICML 2025, https://arxiv.org/abs/2505.24717).
+"""Multi-PDE next-step data for PDE-Transformer's claim check.
 
-Several families from :mod:`icml25.data.pde` are simulated, split by trajectory into train and test,
-normalised with per-family channel mean/std computed on the train split, and zero-padded to a common
-channel count (the paper's mixed-channel setup pads to 2 fields and masks padded outputs). The PDE
-label of a sample is its family's index.
+*PDE-Transformer: Efficient and Versatile Transformers for Physics Simulations* (Holzschuh et al.,
+ICML 2025, https://arxiv.org/abs/2505.24717). A CPU-sized stand-in for the paper's joint training set
+of 16 PDE families (APEBench-based simulations, described in its Appendix C); which families and grid
+sizes are used is our choice. Several families from :mod:`icml25.data.pde` are simulated, split by
+trajectory into train and test, normalised with per-family channel mean/std computed on the train
+split, and zero-padded to a common channel count (the paper's mixed-channel setup pads to 2 fields
+and masks padded outputs). The PDE label of a sample is its family's index.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """DiT baseline for PDE-Transformer's claim check: a plain ViT with global attention and adaLN-Zero.
 
-Peebles & Xie, *Scalable Diffusion Models with Transformers* (ICCV 2023), as used by the
-PDE-Transformer paper (ICML 2025, https://arxiv.org/abs/2505.24717) as its DiT baseline: patch
+Peebles & Xie, *Scalable Diffusion Models with Transformers* (ICCV 2023), as used by *PDE-Transformer:
+Efficient and Versatile Transformers for Physics Simulations* (Holzschuh et al., ICML 2025,
+https://arxiv.org/abs/2505.24717) as a baseline in its comparison with computer-vision backbones: patch
 embedding with the same patch size, fixed 2D sin-cos absolute positions, blocks of global multi-head
 self-attention and MLP modulated by adaLN-Zero (shift, scale and a gate that is zero at
 initialisation) on the PDE label and diffusion time, and a linear unpatchify head.
@@ -20,6 +21,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
+from icml25.core.validate import check_fields
 from icml25.nn.blocks import TransformerBlock, modulate
 from icml25.nn.embeddings import TimestepEmbedder, sincos_2d
 from icml25.nn.params import match_width
@@ -58,9 +60,11 @@ class DiTConfig:
                 f"hidden_size must be divisible by num_heads ({self.num_heads}) and by 4, "
                 f"got {self.hidden_size}"
             )
-        for name in ("in_channels", "out_channels", "depth", "patch_size", "num_classes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_fields(
+            self,
+            positive_int=("in_channels", "out_channels", "depth", "patch_size", "num_classes", "num_heads"),
+            positive=("mlp_ratio",),
+        )
 
 
 class DiTBaseline(nn.Module):

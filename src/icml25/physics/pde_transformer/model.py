@@ -28,7 +28,7 @@ Implements (paper Sec. 3, reference ``mixed_channels/pde_transformer.py``):
       T time slots), conditioned on channel type + PDE label, and each block adds a channel-attention
       sub-layer across the fields at every token position (9 modulation vectors per block).
 
-Choices made here where the brief or the reference code is silent or not usable:
+Our choices, where the paper and the reference code are silent or the reference is not usable here:
     * With ``periodic=True`` every 3x3 convolution pads circularly (the reference pads with zeros),
       so the whole network is exactly equivariant to periodic shifts by multiples of
       ``p * w * 2**n_down`` pixels; with ``periodic=False`` zero padding and the Swin mask are used.
@@ -55,6 +55,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
+from icml25.core.validate import check_fields
 from icml25.nn.blocks import MLP, modulate
 from icml25.nn.embeddings import TimestepEmbedder
 
@@ -111,9 +112,18 @@ class PDETransformerConfig:
     def __post_init__(self) -> None:
         if len(self.depth) % 2 != 1 or len(self.depth) < 3 or any(d < 1 for d in self.depth):
             raise ValueError(f"depth must have odd length >= 3 with entries >= 1, got {self.depth}")
-        for name in ("in_channels", "out_channels", "hidden_size", "num_heads", "patch_size", "num_classes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_fields(
+            self,
+            positive_int=(
+                "in_channels",
+                "out_channels",
+                "hidden_size",
+                "num_heads",
+                "patch_size",
+                "num_classes",
+            ),
+            positive=("mlp_ratio",),
+        )
         if self.window_size < 2:
             raise ValueError(f"window_size must be >= 2, got {self.window_size}")
         if self.hidden_size % self.num_heads:
@@ -151,7 +161,7 @@ PRESETS: dict[str, PDETransformerConfig] = {
     "S": PDETransformerConfig(hidden_size=96, num_heads=4),
     "B": PDETransformerConfig(hidden_size=192, num_heads=8),
     "L": PDETransformerConfig(hidden_size=384, num_heads=16),
-    # the brief's ~1M-parameter model for 64^2 grids (tests and claim checks only)
+    # our own ~1M-parameter shape for 64^2 grids, not a paper preset (tests and claim checks only)
     "tiny": PDETransformerConfig(
         hidden_size=32, num_heads=2, depth=(2, 2, 2, 2, 2), window_size=4, cpb_hidden=64
     ),

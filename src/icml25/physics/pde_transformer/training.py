@@ -1,14 +1,16 @@
-"""Training and evaluation of next-step PDE surrogates (PDE-Transformer, ICML 2025, arXiv 2505.24717).
+"""Training and evaluation of next-step PDE surrogates.
 
-Implements the paper's metric nRMSE = sqrt(mean((pred - y)^2) / mean(y^2)) per sample and step
-(reference ``metric/mse.py``), autoregressive rollout, and supervised next-step training with MSE on
-the real (unpadded) channels, AdamW with linear warm-up and cosine decay, and class-label dropout
-(the label is replaced by the null label with probability ``label_dropout``).
+*PDE-Transformer: Efficient and Versatile Transformers for Physics Simulations* (Holzschuh et al.,
+ICML 2025, https://arxiv.org/abs/2505.24717). Implements the paper's metric
+nRMSE = sqrt(mean((pred - y)^2) / mean(y^2)) per sample and step (reference ``metric/mse.py``),
+autoregressive rollout, and supervised next-step training with MSE on the real (unpadded) channels,
+AdamW with linear warm-up and cosine decay, and class-label dropout (the label is replaced by the
+null label with probability ``label_dropout``).
 
-Choices made here: gradient-norm clipping at 1.0 stands in for the reference's adaptive
-"EmaGradClip"; no EMA of weights; no gradient accumulation or mixed precision; nRMSE is computed on
-physical (de-normalised) fields over the family's real channels. The loop is the package's
-:func:`icml25.nn.train.fit`.
+Choices made here (ours): gradient-norm clipping at 1.0 stands in for the paper's adaptive EMA
+gradient clipping (its Algorithm 1, ``EmaGradClip`` in the reference code); no EMA of weights; no
+gradient accumulation or mixed precision; nRMSE is computed on physical (de-normalised) fields over
+the family's real channels. The loop is the package's :func:`icml25.nn.train.fit`.
 """
 
 from __future__ import annotations

@@ -12,19 +12,20 @@ with convex activations (ReLU) are universal. It then proposes a sign-adaptive l
 unconstrained weights where each connection uses σ or its point reflection σ̃(z) = −σ(−z)
 according to the sign of its weight, which removes the reparameterisation and eases initialisation.
 
-Implements: the sign-adaptive layer, pre-activation z = W⁺σ(h) + W⁻σ(−h) + b and
-post-activation z = σ(W⁺h + b) − σ(W⁻h + b) (Sec. 2.2 of the brief), with per-feature
-directions (increasing / decreasing / free); the constrained families of the theorems
-(non-negative weights with alternating saturation, non-positive weights with a convex σ); the
-baselines (non-negative weights reparameterised by abs/square/exp/softplus/1+celu with bounded,
-convex, random-switch or learnable-switch activations; Sill's min-max network; an unconstrained
-MLP); an empirical monotonicity verifier; the brief's synthetic targets, Auto MPG (vega-datasets)
-and scikit-learn's diabetes data. Left out: smooth min-max networks, the proofs' explicit
-four-layer constructions, and the benchmarks that need downloads (COMPAS, Blog Feedback, Loan,
-Heart, Chest X-ray: :func:`load_tabular_csv` takes a local file instead).
+Implements: the paper's sign-adaptive formulation, pre-activation z = W⁺σ(h) + W⁻σ(−h) + b and
+post-activation z = σ(W⁺h + b) − σ(W⁻h + b), with per-feature directions (increasing /
+decreasing / free); the constrained families of its universality theorems (non-negative weights
+with alternating saturation, non-positive weights with a convex σ); the baselines (non-negative
+weights reparameterised by abs/square/exp/softplus/1+celu with bounded, convex, random-switch or
+learnable-switch activations; Sill's min-max network; an unconstrained MLP); an empirical
+monotonicity verifier; our synthetic targets, Auto MPG (vega-datasets) and scikit-learn's diabetes
+data. Left out: smooth min-max networks, the proofs' explicit four-layer constructions, and the
+benchmarks that need downloads (COMPAS, Blog Feedback, Loan, Heart, Chest X-ray:
+:func:`load_tabular_csv` takes a local file instead).
 
-Choices where the paper/brief is open: sign-adaptive init defaults to ``nn.Linear``'s symmetric
-uniform (``init="positive"`` gives the earlier Xavier-scaled U(0, 1)); the random switch gives σ̃
+Our choices where the paper is open: sign-adaptive init defaults to ``nn.Linear``'s symmetric
+uniform (``init="positive"`` gives the Xavier-scaled U(0, 1) of an earlier public implementation of
+the formulation); the random switch gives σ̃
 to a random half of each layer's neurons; constrained layers initialise their effective weight as
 |W₀| with W₀ from ``nn.Linear``'s scheme; NonPositiveMLP uses a non-negative first layer,
 non-positive hidden-to-hidden matrices and an output sign of (−1)^(hidden layers − 1).

@@ -1,6 +1,11 @@
 """Monotone activations, their point reflections and the per-neuron saturation switch.
 
-Notation (Sec. 2 of the paper): σ is a monotone non-decreasing activation and σ̃(z) := −σ(−z) its
+Part of *Advancing Constrained Monotonic Neural Networks: Achieving Universal Approximation Beyond
+Bounded Activations* (Sartor, Sinigaglia, Susto, ICML 2025, https://arxiv.org/abs/2505.02537): the
+activations whose saturation side its universality theorems turn on (left-saturating σ such as
+ReLU, right-saturating σ̃, alternated layer by layer or mixed per neuron).
+
+Notation: σ is a monotone non-decreasing activation and σ̃(z) := −σ(−z) its
 point reflection. ReLU saturates on the left (bounded below); its reflection σ̃(z) = min(z, 0)
 saturates on the right (bounded above). Activations are plain ``nn.Module`` objects so that the
 layers drop into other models unchanged.
@@ -66,7 +71,8 @@ class SwitchConvexity(nn.Module):
     ``mode="random"``: a ∈ {0, 1} fixed at construction (Runje & Shankaranarayana 2023); a random
     half of the neurons (rounded down) gets σ̃, the rest σ, so both saturation sides are present.
     ``mode="learnable"``: a ∈ [0, 1] is a parameter initialised U(0, 1), clamped in the forward pass
-    with a straight-through gradient (brief, Sec. 2.3). Either way the map is monotone.
+    with a straight-through gradient (as in the ``SwitchConvexity`` class of public PyTorch code
+    implementing the paper's formulation). Either way the map is monotone.
 
     Args:
         activation: σ (name or module).

@@ -1,12 +1,20 @@
-"""Data for monotone regression: the brief's synthetic targets and two offline tabular sets.
+"""Data for monotone regression: our synthetic targets and two offline tabular sets.
 
-Choices where the brief is open (marked): the staircase centres are c = (−1.5, −0.5, 0.5, 1.5);
-1-D data get 512 noisy training points and 128 noisy validation points, both uniform on [−2, 2],
-and are tested on a 1024-point grid against the noiseless target; the 8-D inputs are uniform on
-[−1, 1]^8 (where tanh(2x) is not saturated), split 60/20/20 into train/validation/test, the test
-targets noiseless. Auto MPG comes from the ``vega-datasets`` package (``cars``, offline), decreasing
-in displacement, horsepower and weight; diabetes from scikit-learn, increasing in bmi and bp (a
-domain assumption, as the brief says).
+Part of the claim check for *Advancing Constrained Monotonic Neural Networks: Achieving Universal
+Approximation Beyond Bounded Activations* (Sartor, Sinigaglia, Susto, ICML 2025,
+https://arxiv.org/abs/2505.02537). The paper's own benchmark numbers were not recovered, so the
+data are our choice: 1-D targets that probe what each constrained family can represent (the
+paper's Figure 1 shows a bounded-activation net failing to follow an unbounded trend that a
+ReLU-based one follows), an 8-D target for the init-scale study, and Auto MPG, a standard monotone
+benchmark that ships offline.
+
+Our choices: the targets are tanh(3x), min(x, 0), x³/8 and a smoothed staircase with centres
+c = (−1.5, −0.5, 0.5, 1.5); 1-D data get 512 noisy training points and 128 noisy validation points,
+both uniform on [−2, 2], and are tested on a 1024-point grid against the noiseless target; the 8-D
+inputs are uniform on [−1, 1]^8 (where tanh(2x) is not saturated), split 60/20/20 into
+train/validation/test, the test targets noiseless. Auto MPG comes from the ``vega-datasets``
+package (``cars``, offline), decreasing in displacement, horsepower and weight; diabetes from
+scikit-learn, increasing in bmi and bp (our domain assumption, not a label of the data).
 """
 
 from __future__ import annotations

@@ -1,5 +1,12 @@
 """Monotone linear layers: sign-constrained (reparameterised) and sign-adaptive (unconstrained).
 
+Part of *Advancing Constrained Monotonic Neural Networks: Achieving Universal Approximation Beyond
+Bounded Activations* (Sartor, Sinigaglia, Susto, ICML 2025, https://arxiv.org/abs/2505.02537).
+Implements the paper's proposed sign-adaptive layer (unconstrained weights, σ or σ̃ per connection
+by the sign of its weight, pre- and post-activation forms) and the sign-constrained layers of its
+universality theorems and of the classic baselines (non-negative or non-positive weights through a
+reparameterisation g).
+
 Notation: W⁺ = max(W, 0), W⁻ = min(W, 0) elementwise, so W = W⁺ + W⁻; σ is a monotone activation
 and σ̃(z) = −σ(−z). Shapes: ``h`` is ``(batch, in_features)``, outputs ``(batch, out_features)``.
 
@@ -33,7 +40,7 @@ _EPS = 1e-12
 
 
 def _positive(v: Tensor, kind: str) -> Tensor:
-    """g(V) ≥ 0 for the reparameterisations of Sec. 2.3 (celu means 1 + celu(V))."""
+    """g(V) ≥ 0 for the baselines' weight reparameterisations (celu means 1 + celu(V))."""
     if kind == "abs":
         return v.abs()
     if kind == "square":
@@ -99,7 +106,7 @@ class SignConstraint(nn.Module):
 
 
 class ConstrainedLinear(nn.Module):
-    """Linear layer with sign-constrained weights W = sign · g(V) (Sec. 2.1 and 2.3 baselines).
+    """Linear layer with sign-constrained weights W = sign · g(V) (theorems' families and baselines).
 
     Initialisation: draw W₀ as ``nn.Linear`` does (U(−1/√in, 1/√in), also for the bias), take
     sign · |W₀| on constrained columns, and set V through the right inverse of g.
@@ -166,7 +173,7 @@ class ConstrainedLinear(nn.Module):
 
 
 class SignAdaptiveLinear(nn.Module):
-    """The sign-adaptive monotone layer (Sec. 2.2): unconstrained W, no reparameterisation.
+    """The paper's sign-adaptive monotone layer: unconstrained W, no reparameterisation.
 
     ``variant="pre"`` applies σ to the layer input, each connection seeing σ or its reflection by
     the sign of its weight:  z = W⁺ σ(h) + W⁻ σ(−h) + b = W⁺ σ(h) + |W⁻| σ̃(h) + b, so
@@ -252,7 +259,7 @@ class SignAdaptiveLinear(nn.Module):
 
 
 def scale_init_(model: nn.Module, scale: float) -> nn.Module:
-    """Multiply every layer's effective weight by ``scale`` > 0, in place (Sec. 5 init-scale grid).
+    """Multiply every layer's effective weight by ``scale`` > 0, in place (the check's init-scale grid).
 
     Constrained layers go through the parametrisation's right inverse, so an exp-parameterised
     layer gets V + log(scale) and a square-parameterised one V·√scale. Plain ``nn.Linear`` weights

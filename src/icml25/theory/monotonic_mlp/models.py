@@ -1,4 +1,11 @@
-"""Monotone networks: sign-adaptive MLPs (ours) and the constrained baselines of Sec. 2.3.
+"""Monotone networks: sign-adaptive MLPs (the paper's proposal) and the constrained baselines.
+
+Part of *Advancing Constrained Monotonic Neural Networks: Achieving Universal Approximation Beyond
+Bounded Activations* (Sartor, Sinigaglia, Susto, ICML 2025, https://arxiv.org/abs/2505.02537).
+Implements the sign-adaptive MLP, the constrained families of the paper's universality theorems
+(non-negative weights with alternating saturation; non-positive weights with a convex σ) and
+baselines: the traditional non-negative-weight MLPs the paper compares against (bounded, convex or
+switched activations) and Sill's min-max network (our addition).
 
 Every monotone model takes ``monotone``, one entry per input feature: +1 non-decreasing,
 −1 non-increasing, 0 free (no constraint). Decreasing features are negated at the input, free
@@ -99,7 +106,7 @@ class MonotoneModel(nn.Module):
 
 
 class SignAdaptiveMLP(MonotoneModel):
-    """Sign-adaptive monotone MLP (Sec. 2.2), the paper's proposal; weights are unconstrained.
+    """Sign-adaptive monotone MLP, the paper's proposal; weights are unconstrained.
 
     ``variant="pre"``: first layer z = |W| x + b (σ = identity), then one
     :class:`SignAdaptiveLinear` with σ per remaining layer (the last included), as in the public
@@ -164,19 +171,20 @@ def _hidden_activation(
 ) -> nn.Module:
     if convexity_break == "none":
         return get_activation(activation)
-    if convexity_break == "alternating":  # Sec. 2.1: σ on odd layers (1-based), σ̃ on even ones
+    if convexity_break == "alternating":  # the theorem's σ on odd layers (1-based), σ̃ on even ones
         return get_activation(activation) if layer % 2 == 0 else PointReflection(activation)
     return SwitchConvexity(activation, width, mode=convexity_break, generator=generator)
 
 
 class ConstrainedMLP(MonotoneModel):
-    """Non-negative-weight MLP, W = g(V) ≥ 0 (Sec. 2.1 and the classic baselines of Sec. 2.3).
+    """Non-negative-weight MLP, W = g(V) ≥ 0 (alternating-saturation theorem; classic baselines).
 
     ``convexity_break`` chooses the hidden activations: ``"none"`` (σ everywhere: with a convex σ
     such as ReLU this represents convex functions only; with sigmoid/tanh it is the classic
     bounded construction), ``"alternating"`` (σ, σ̃, σ, ... layer by layer: the universal
-    construction of Sec. 2.1), ``"random"`` (a fixed random half of each layer's neurons uses σ̃,
-    Runje & Shankaranarayana 2023) or ``"learnable"`` (per-neuron mix in [0, 1]).
+    construction of the paper's alternating-saturation theorem), ``"random"`` (a fixed random half
+    of each layer's neurons uses σ̃, Runje & Shankaranarayana 2023) or ``"learnable"`` (per-neuron
+    mix in [0, 1]).
 
     Args:
         dims: ``[in, hidden..., out]``.
@@ -224,13 +232,13 @@ class ConstrainedMLP(MonotoneModel):
 
 
 class NonPositiveMLP(MonotoneModel):
-    """MLP with non-positive hidden-to-hidden weights and a convex σ (Sec. 2.1, third result).
+    """MLP with non-positive hidden-to-hidden weights and a convex σ (the paper's universality result).
 
-    Each layer σ(W h + b) with W ≤ 0 is non-increasing in h. Implementation choice (marked in the
-    brief): the first layer is non-negative, every hidden-to-hidden matrix is non-positive, and the
-    output layer's sign is (−1)^(number of hidden-to-hidden layers) so that the network is
-    non-decreasing. With σ = ReLU it equals a non-negative net with σ, σ̃ alternating (Sec. 2.1,
-    equivalence of saturation side and weight sign).
+    Each layer σ(W h + b) with W ≤ 0 is non-increasing in h. Our implementation choice: the first
+    layer is non-negative, every hidden-to-hidden matrix is non-positive, and the output layer's
+    sign is (−1)^(number of hidden-to-hidden layers) so that the network is non-decreasing. With
+    σ = ReLU it equals a non-negative net with σ, σ̃ alternating (the paper's equivalence of
+    saturation side and weight sign).
 
     Args:
         dims: ``[in, hidden..., out]``.

@@ -1,8 +1,9 @@
 """A small regression trainer: Adam, MSE, full batch for small data, early stopping on validation.
 
 Part of *Advancing Constrained Monotonic Neural Networks: Achieving Universal Approximation Beyond
-Bounded Activations* (ICML 2025, https://arxiv.org/abs/2505.02537), Sec. 5 experiments. The paper
-does not spell out its optimiser; our choice: Adam with lr 1e-3, full batch when the training set
+Bounded Activations* (ICML 2025, https://arxiv.org/abs/2505.02537): the trainer for the claim
+check's experiments, which stand in for the paper's experimental comparison. The paper's optimiser
+settings were not recovered; our choice: Adam with lr 1e-3, full batch when the training set
 fits in one batch (mini-batches of 256 drawn with replacement otherwise), evaluation every
 ``eval_every`` steps with early stopping, and the weights with the lowest validation MSE restored at
 the end. The loop is the package's :func:`icml25.nn.train.fit`.

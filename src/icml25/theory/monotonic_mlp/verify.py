@@ -1,4 +1,9 @@
-"""Empirical monotonicity verifier (brief Sec. 5), used by the tests and the claim check.
+"""Empirical monotonicity verifier, used by the tests and the claim check.
+
+Part of *Advancing Constrained Monotonic Neural Networks: Achieving Universal Approximation Beyond
+Bounded Activations* (Sartor, Sinigaglia, Susto, ICML 2025, https://arxiv.org/abs/2505.02537). The
+paper's models are monotone by construction; this sampling test (our design) checks that guarantee
+empirically for every constrained model.
 
 For each constrained feature i it draws ``n_pairs`` pairs (x, x + δ e_i) with δ > 0 and counts
 pairs where f(x + δ e_i) < f(x) − tol (or > f(x) + tol for a decreasing feature), for every
