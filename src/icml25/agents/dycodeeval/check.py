@@ -34,12 +34,12 @@ Choices, declared before any small-scale number was seen:
   whose canonical solution still passes under the variant prompt (our check that the rewriting
   preserves semantics, the metamorphic relation the paper relies on).
 
-Deviations from the paper, our choices for a CPU budget: a real code model contaminated by
-fine-tuning (SmolLM2-135M fits the budget) rather than a synthetic problem family with a simulated
-solver, so that the memorisation being measured is real; the paper's leak fractions
-{0, .25, .5, .75, 1} over all of HumanEval and MBPP do not fit, so one leak fraction (0.5), 8
-seeds, 3 scenarios each. Parameter renaming by the template control is not implemented (scenario preamble
-only); the LLM path keeps the signature, as the paper's ``replace_docstring`` does.
+Deviations from the paper, our choices for a CPU budget: the contaminated code model is a real
+small LLM (SmolLM2-135M, fully fine-tuned), so the memorisation being measured is real, not
+simulated; the leak fractions {0, .25, .5, .75, 1} of the official ``overfit_train.py`` over all of
+HumanEval and MBPP do not fit, so one leak fraction (0.5), 8 seeds, 3 scenarios each. Parameter
+renaming by the template control is not implemented (scenario preamble only); the LLM path keeps
+the signature, as the official ``replace_docstring`` does.
 
 Outcome at ``small`` (seed 0, 2026-12-02): not reproduced. Fine-tuning inflates static Pass@1 on
 the leaked seeds by 0.75, and Pass@1 on their validated variants by 0.67. Two reasons, both

@@ -1,7 +1,9 @@
 """Evaluating a code model on seeds and variants, simulated contamination, and the template control.
 
-DyCodeEval (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 4-5 and the official
-``gen_code.py`` / ``eval_pass_K.py`` / ``overfit_train.py``.
+*DyCodeEval: Dynamic Benchmarking of Reasoning Capabilities in Code Large Language Models Under Data
+Contamination* (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 4-5 (the evaluation
+protocol and the contamination experiment) and the official ``gen_code.py`` / ``eval_pass_K.py`` /
+``overfit_train.py``.
 
 * :func:`code_prompt`: the chat-model prompt of the paper's ``pt.py`` (complete the function,
   one fenced code block, do not call or test it).

@@ -1,10 +1,11 @@
 """DyCodeEval's metrics: dynamic Pass@1, DyPass@K, grouped pass@k, stability and diversity.
 
-DyCodeEval (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 4-5 and the official
-``post.py``, ``stability.py``, ``diversity.py``.
+*DyCodeEval: Dynamic Benchmarking of Reasoning Capabilities in Code Large Language Models Under Data
+Contamination* (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 4-5 (DyPass@10 in
+its Table 3) and the official ``post.py``, ``stability.py``, ``diversity.py``.
 
 * Dynamic Pass@1: per seed, one validated variant drawn with a seeded RNG, then ordinary Pass@1.
-* DyPass@K: the paper's exact formula was not recovered (brief, Sec. 3.4). Definition used here:
+* DyPass@K: we did not recover the paper's exact formula, so the definition here is ours:
   for each seed, ``n`` >= K distinct variants with one greedy completion each, ``c`` passing;
   ``1 - C(n - c, K) / C(n, K)`` (the unbiased estimator of Chen et al., Eq. 1, over variants instead
   of samples), averaged over seeds. :func:`grouped_pass_at_k` is the repository's grouped variant

@@ -1,6 +1,7 @@
 """The four DyCodeEval agent roles as prompts over a :class:`~icml25.llm.chat.ChatModel`, and the pipeline.
 
-DyCodeEval (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 3 and the official
+*DyCodeEval: Dynamic Benchmarking of Reasoning Capabilities in Code Large Language Models Under Data
+Contamination* (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), Sec. 3 and the official
 ``gen_problem.py``: scenario proposer -> context generator -> problem rewriter -> validator, then
 ``make_new_code_task`` (docstring replacement). The prompts are our own wording of the paper's
 specifications (``_dycodeeval_pt.py``); sampling settings are the paper's (proposer T = 0.8,

@@ -1,6 +1,8 @@
 """Code tasks and the pure-algorithm helpers of DyCodeEval (no LLM).
 
-DyCodeEval (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149), ``_utils.py`` of the
+*DyCodeEval: Dynamic Benchmarking of Reasoning Capabilities in Code Large Language Models Under Data
+Contamination* (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149): the problem decomposition
+of its Sec. 3 (a frozen algorithmic core, a rewritable narrative) and ``_utils.py`` of the
 official repository: parameter extraction, recursive type inference from test inputs, docstring
 replacement through ``ast``, tag extraction from model replies and scenario normalisation.
 
