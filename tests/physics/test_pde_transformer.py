@@ -271,3 +271,16 @@ def test_rollout_criterion_follows_the_configured_rollout_length() -> None:
     claim = CHECK.claim_for(CHECK.config("tiny", {"rollout_steps": 3}))
     rollout = [c for c in claim.criteria if c.name.startswith("lower_nrmse") and c.name != "lower_nrmse1"]
     assert [c.metric for c in rollout] == ["nrmse3_mean"] and claim.headline == "lower_nrmse3"
+
+
+def test_check_config_holds_the_model_configs_and_takes_dotted_overrides() -> None:
+    from icml25.core.config import ConfigError
+    from icml25.physics.pde_transformer.check import CHECK
+
+    cfg = CHECK.config("tiny", {"model.hidden_size": 32, "train.steps": 5, "dit.depth": 3})
+    assert cfg.model.hidden_size == 32 and cfg.train.steps == 5 and cfg.dit.depth == 3
+    assert cfg.model_config().num_classes == len(cfg.families)
+    with pytest.raises(ConfigError, match="model: hidden_size 30 must be divisible"):
+        CHECK.config("tiny", {"model.hidden_size": 30, "model.num_heads": 4})  # not divisible
+    with pytest.raises(ConfigError, match="did you mean"):
+        CHECK.config("tiny", {"model.hiden_size": 32})

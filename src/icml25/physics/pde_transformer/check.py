@@ -68,17 +68,13 @@ class PDETransformerCheckConfig:
     n_train: int = 24
     n_test: int = 6
     n_frames: int = 21
-    hidden_size: int = 32
-    num_heads: int = 2
-    depth: tuple[int, ...] = (2, 2, 2, 2, 2)
-    window_size: int = 4
-    patch_size: int = 4
-    cpb_hidden: int = 64
-    dit_depth: int = 5
-    dit_heads: int = 4
-    steps: int = 400
-    batch_size: int = 8
-    lr: float = 1e-3
+    # the model configs themselves (override with --set model.hidden_size=64, dit.depth=6, ...);
+    # in/out channels and the number of PDE labels are set from the data, the DiT's width is matched
+    model: PDETransformerConfig = PDETransformerConfig(
+        hidden_size=32, num_heads=2, depth=(2, 2, 2, 2, 2), window_size=4, patch_size=4, cpb_hidden=64
+    )
+    dit: DiTConfig = DiTConfig(depth=5, num_heads=4)
+    train: TrainConfig = TrainConfig(steps=400, batch_size=8, lr=1e-3)
     rollout_steps: int = 10
 
     def __post_init__(self) -> None:
@@ -89,20 +85,11 @@ class PDETransformerCheckConfig:
             )
         if self.n_frames <= self.rollout_steps:
             raise ValueError(f"n_frames ({self.n_frames}) must exceed rollout_steps ({self.rollout_steps})")
-        check_fields(self, positive_int=("steps", "batch_size", "rollout_steps"))
+        check_fields(self, positive_int=("rollout_steps",))
 
     def model_config(self) -> PDETransformerConfig:
-        return PDETransformerConfig(
-            in_channels=2,
-            out_channels=2,
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            depth=self.depth,
-            window_size=self.window_size,
-            patch_size=self.patch_size,
-            num_classes=len(self.families),
-            cpb_hidden=self.cpb_hidden,
-        )
+        """:attr:`model` with 2 fields in and out and one label per PDE family."""
+        return dataclasses.replace(self.model, in_channels=2, out_channels=2, num_classes=len(self.families))
 
 
 def build_models(config: PDETransformerCheckConfig, seed: int) -> tuple[PDETransformer, DiTBaseline]:
@@ -110,12 +97,11 @@ def build_models(config: PDETransformerCheckConfig, seed: int) -> tuple[PDETrans
     mcfg = config.model_config()
     torch.manual_seed(seed)
     pdet = PDETransformer(mcfg)
-    base = DiTConfig(
+    base = dataclasses.replace(
+        config.dit,
         in_channels=2,
         out_channels=2,
-        depth=config.dit_depth,
-        num_heads=config.dit_heads,
-        patch_size=config.patch_size,
+        patch_size=mcfg.patch_size,
         num_classes=len(config.families),
     )
     dcfg = match_dit_width(count_parameters(pdet), base)
@@ -252,6 +238,7 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
             headline=f"lower_nrmse{k}",
             headline_baseline=f"dit.nrmse{k}_mean",
         )
+
     presets = {
         "tiny": PDETransformerCheckConfig(
             families=("diffusion", "burgers"),
@@ -259,14 +246,11 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
             n_train=4,
             n_test=2,
             n_frames=8,
-            hidden_size=16,
-            window_size=2,
-            depth=(1, 1, 1, 1, 1),
-            cpb_hidden=16,
-            dit_depth=2,
-            dit_heads=2,
-            steps=20,
-            batch_size=4,
+            model=PDETransformerConfig(
+                hidden_size=16, num_heads=2, depth=(1, 1, 1, 1, 1), window_size=2, patch_size=4, cpb_hidden=16
+            ),
+            dit=DiTConfig(depth=2, num_heads=2),
+            train=TrainConfig(steps=20, batch_size=4, lr=1e-3),
             rollout_steps=3,
         ),
         "small": PDETransformerCheckConfig(),
@@ -276,16 +260,16 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
             n_train=200,
             n_test=20,
             n_frames=30,
-            hidden_size=96,
-            num_heads=4,
-            depth=(2, 5, 8, 5, 2),
-            window_size=8,
-            cpb_hidden=512,
-            dit_depth=12,
-            dit_heads=8,
-            steps=100_000,
-            batch_size=64,
-            lr=4e-5,
+            model=PDETransformerConfig(
+                hidden_size=96,
+                num_heads=4,
+                depth=(2, 5, 8, 5, 2),
+                window_size=8,
+                patch_size=4,
+                cpb_hidden=512,
+            ),
+            dit=DiTConfig(depth=12, num_heads=8),
+            train=TrainConfig(steps=100_000, batch_size=64, lr=4e-5),
             rollout_steps=10,
         ),
     }
@@ -308,7 +292,7 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
         metrics["pde_transformer"]["params"] = float(n_p)
         metrics["dit"]["params"] = float(n_d)
         metrics["dit"]["param_gap"] = abs(n_d - n_p) / n_p
-        tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr)
+        tcfg = config.train
         series: dict[str, Any] = {"families": list(config.families), "dit_width": dit.cfg.hidden_size}
         for arm, model in zip(ARMS, (pdet, dit), strict=True):
 
