@@ -199,13 +199,13 @@ def test_full_check_preset_constructs_and_trains_one_step() -> None:
     from icml25.physics.pde_transformer.check import CHECK, build_models
 
     full = CHECK.config("full")
-    assert full.res == 256 and full.hidden_size == 96 and full.window_size == 8
+    assert full.res == 256 and full.model.hidden_size == 96 and full.model.window_size == 8
     with torch.device("meta"):
         pdet, dit = build_models(full, seed=0)
         assert abs(count_parameters(dit) - count_parameters(pdet)) / count_parameters(pdet) <= 0.10
     cfg = replace(full.model_config(), depth=(1, 1, 1, 1, 1))  # shortened: one block per stage
     model = PDETransformer(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=full.lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=full.train.lr)
     x, y = torch.randn(1, 2, 128, 128), torch.randn(1, 2, 128, 128)
     loss = (model(x, torch.tensor([0])) - y).pow(2).mean()
     loss.backward()
