@@ -15,7 +15,10 @@ processes, device placement, mixed precision), every process draws the same *glo
 indices from the same seed and keeps its own contiguous share, the loss goes through
 ``accelerator.backward`` (gradients averaged across processes), clipping through
 ``accelerator.clip_grad_norm_``, and the recorded loss is the mean over processes. With equal shares
-this is the single-process step on the global batch. Evaluation runs on every process on the
+this is the single-process step on the global batch: for a loss without random draws the two runs
+agree to rounding (tested in float64). Noise that ``loss_fn`` draws from its generator (dequantisation,
+label dropout) is drawn by each process for its own share, so such runs match the single-process run
+in distribution, not draw for draw. Evaluation runs on every process on the
 unwrapped model (so keep-best decisions agree); only the main process should write anything
 (:func:`icml25.nn.distributed.is_main_process`). ``loss_fn`` must call the model through its
 ``forward`` (``model(...)``), which is how DDP sees the call. Without ``accelerate`` installed or
