@@ -268,7 +268,8 @@ def fit(
         seed: seed of the private generator, or a generator to use.
         evaluate: ``evaluate(model) -> {metric: value}``, called every ``config.eval_every`` steps
             and after the last, in eval mode under ``torch.no_grad``.
-        optimizer: a ready optimiser to use instead of the one ``config`` describes.
+        optimizer: a ready optimiser to use instead of the one ``config`` describes (its learning
+            rate still follows ``config``'s schedule).
         post_step: ``post_step(model, step)`` after each optimiser step (unwrapped model).
         on_eval: called with each :class:`EvalRecord`.
         progress: ``progress(step, total)`` after each step.
