@@ -24,14 +24,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.slow
-def test_two_process_fit_matches_single_process(tmp_path):
+def _launch_two(port: int) -> list[str]:
+    """``accelerate launch`` of two CPU processes (gloo; ``--multi_gpu`` is what spawns several)."""
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent))
     if accelerate is None:
         pytest.skip("accelerate's launcher is not installed")
-    single, multi = tmp_path / "single.json", tmp_path / "multi.json"
-    subprocess.run([sys.executable, str(WORKER), str(single)], check=True, env=_env(), timeout=120)
-    cmd = [
+    return [
         accelerate,
         "launch",
         "--multi_gpu",
@@ -44,10 +42,16 @@ def test_two_process_fit_matches_single_process(tmp_path):
         "--dynamo_backend",
         "no",
         "--main_process_port",
-        "29517",
-        str(WORKER),
-        str(multi),
+        str(port),
     ]
+
+
+@pytest.mark.slow
+def test_two_process_fit_matches_single_process(tmp_path):
+    launch = _launch_two(29517)
+    single, multi = tmp_path / "single.json", tmp_path / "multi.json"
+    subprocess.run([sys.executable, str(WORKER), str(single)], check=True, env=_env(), timeout=120)
+    cmd = [*launch, str(WORKER), str(multi)]
     subprocess.run(cmd, check=True, env=_env(), timeout=300, capture_output=True)
     a, b = json.loads(single.read_text()), json.loads(multi.read_text())
     assert a["world"] == 1 and b["world"] == 2
@@ -59,24 +63,10 @@ def test_two_process_fit_matches_single_process(tmp_path):
 
 @pytest.mark.slow
 def test_cli_check_under_two_processes_stores_one_result(tmp_path):
-    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent))
-    if accelerate is None:
-        pytest.skip("accelerate's launcher is not installed")
+    launch = _launch_two(29518)
     out = tmp_path / "results"
     cmd = [
-        accelerate,
-        "launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        "29518",
+        *launch,
         "-m",
         "icml25.cli",
         "check",
