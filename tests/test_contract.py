@@ -8,6 +8,7 @@ import json
 import pytest
 
 from icml25.catalog import PAPERS, Paper
+from icml25.core.check import FIGURE_FAILURE_NOTE
 from icml25.core.claims import SCALES
 from icml25.core.config import apply_overrides, config_to_dict
 
@@ -56,3 +57,5 @@ def test_tiny_check_is_deterministic(paper: Paper) -> None:
         assert set(ms) == set(second.metrics[arm]), f"{paper.slug}/{arm}: metric names differ between runs"
     assert str(first.verdict) == str(second.verdict)
     assert first.criteria, "tiny scale should evaluate at least one smoke criterion"
+    broken = [n for n in first.notes if n.startswith(FIGURE_FAILURE_NOTE)]
+    assert not broken, f"{paper.slug}: {broken}"  # the runner keeps a result whose figure failed

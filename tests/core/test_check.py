@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
 
-from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
+from icml25.core.check import FIGURE_FAILURE_NOTE, ClaimCheck, NeedsResource, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion, VerdictKind
 from icml25.core.config import ConfigError
 from icml25.core.results import ResultStore
@@ -74,6 +75,24 @@ def test_needs_resource_gives_needs_verdict(toy_check, monkeypatch) -> None:
     monkeypatch.setattr(type(toy_check), "run_seed", needs)
     r = toy_check.run("small")
     assert str(r.verdict) == "needs gpu" and r.seeds == ()
+
+
+def test_a_failing_figure_keeps_the_result_and_says_why(toy_check, tmp_path, monkeypatch) -> None:
+    def broken(self, config, outcomes, ctx):
+        raise KeyError("clean_leaked")  # a figure reading a metric the run could not measure
+
+    monkeypatch.setattr(type(toy_check), "make_figures", broken)
+    store = ResultStore(tmp_path)
+    r = toy_check.run("small", n_seeds=2, store=store)
+    assert r.verdict.kind is VerdictKind.REPRODUCED
+    assert any(n.startswith(FIGURE_FAILURE_NOTE) and "clean_leaked" in n for n in r.notes)
+    assert store.latest("toy", "small") is not None
+
+
+def test_fewer_seeds_than_the_claim_needs_is_inconclusive(toy_check, monkeypatch) -> None:
+    monkeypatch.setattr(type(toy_check), "claim", dataclasses.replace(toy_check.claim, min_seeds=3))
+    r = toy_check.run("small", n_seeds=1, overrides={"effect": -1.0})
+    assert r.verdict.kind is VerdictKind.INCONCLUSIVE and "needs at least 3" in r.verdict.reason
 
 
 def test_run_seed_must_return_outcome(toy_check, monkeypatch) -> None:

@@ -141,6 +141,11 @@ class TestVerdict:
         v = compute_verdict([_result(True)], n_seeds=1, min_seeds=3)
         assert v.kind is VerdictKind.INCONCLUSIVE and "seed" in v.reason
 
+    def test_too_few_seeds_is_inconclusive_even_when_a_criterion_fails(self) -> None:
+        v = compute_verdict([_result(True), _result(False, "bad")], n_seeds=1, min_seeds=2)
+        assert v.kind is VerdictKind.INCONCLUSIVE
+        assert "needs at least 2" in v.reason and "bad" in v.reason
+
     def test_no_criteria_is_inconclusive(self) -> None:
         assert compute_verdict([], n_seeds=3).kind is VerdictKind.INCONCLUSIVE
 

@@ -44,7 +44,10 @@ from icml25.core.progress import NullReporter, Reporter
 from icml25.core.results import ResultStore
 from icml25.core.runtime import environment, seed_everything, set_threads, utc_now
 
-__all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource"]
+__all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource", "FIGURE_FAILURE_NOTE"]
+
+#: Prefix of the note a run records when its figure code raised (the measured result is kept).
+FIGURE_FAILURE_NOTE = "figures not drawn"
 
 C = TypeVar("C")
 
@@ -208,7 +211,10 @@ class ClaimCheck(Generic[C]):
             notes.extend(outcome.notes)
         ctx.seed = None
         if outcomes and missing is None:
-            self.make_figures(config, outcomes, ctx)
+            try:
+                self.make_figures(config, outcomes, ctx)
+            except Exception as exc:  # a figure never costs the measured result
+                notes.append(f"{FIGURE_FAILURE_NOTE}: {type(exc).__name__}: {exc}")
 
         claim = self.claim_for(config)
         metrics = summarize_metrics([o.metrics for o in outcomes])

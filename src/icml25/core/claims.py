@@ -402,10 +402,11 @@ def compute_verdict(
         2. no applicable criterion        -> ``inconclusive``
         3. scale ``tiny``                 -> ``inconclusive`` (a smoke run never judges the claim;
                                              the reason says whether its smoke criteria held)
-        4. any criterion failed           -> ``not reproduced`` (a measured failure is decisive,
-                                             even with few seeds)
-        5. any criterion not evaluable    -> ``inconclusive``
-        6. fewer seeds than ``min_seeds`` -> ``inconclusive``
+        4. fewer seeds than ``min_seeds`` -> ``inconclusive`` (the claim's spread-based criteria
+                                             are not meaningful on fewer seeds, so neither a pass
+                                             nor a fail decides; the reason lists what failed)
+        5. any criterion failed           -> ``not reproduced``
+        6. any criterion not evaluable    -> ``inconclusive``
         7. otherwise                      -> ``reproduced``
     """
     if scale not in SCALES:
@@ -421,15 +422,17 @@ def compute_verdict(
             VerdictKind.INCONCLUSIVE, reason=f"tiny is a smoke run, not a test of the claim; {smoke}"
         )
     failed = [r.name for r in results if r.passed is False]
+    if n_seeds < min_seeds:
+        also = f"; on these seeds failed: {', '.join(failed)}" if failed else ""
+        return Verdict(
+            VerdictKind.INCONCLUSIVE,
+            reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}{also}",
+        )
     if failed:
         return Verdict(VerdictKind.NOT_REPRODUCED, reason="failed: " + ", ".join(failed))
     unknown = [r.name for r in results if r.passed is None]
     if unknown:
         return Verdict(VerdictKind.INCONCLUSIVE, reason="could not evaluate: " + ", ".join(unknown))
-    if n_seeds < min_seeds:
-        return Verdict(
-            VerdictKind.INCONCLUSIVE, reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}"
-        )
     return Verdict(VerdictKind.REPRODUCED, reason=f"all {len(results)} criteria hold")
 
 

@@ -428,7 +428,8 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                 ("dycodeeval", OURS_COLOR, "DyCodeEval variants"),
             )
         ):
-            vals = [np.nanmean([o.metrics[arm][k] for o in outcomes]) for k in keys]
+            # a metric the seed could not measure (no accepted variant) is absent, not NaN
+            vals = [_mean_or_nan([o.metrics[arm].get(k, np.nan) for o in outcomes]) for k in keys]
             ax.bar(x + (offset - 0.5) * 0.38, vals, width=0.38, color=color, label=name)
         ax.set_xticks(x, labels)
         ax.set(ylabel="Pass@1 (greedy)", title="Contamination: static vs dynamic Pass@1", ylim=(0, 1.05))
@@ -439,6 +440,11 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             "Pass@1 of the clean and the contaminated (fine-tuned on leaked solutions) model on the "
             "original prompts and on the validated DyCodeEval variants, for leaked and unleaked seeds.",
         )
+
+
+def _mean_or_nan(values: Sequence[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 CHECK = DyCodeEvalCheck()
