@@ -82,6 +82,21 @@ def test_hf_directory_is_accepted(tmp_path: Path) -> None:
     assert models.resolve_model_path(str(tmp_path)) == (tmp_path, None)
 
 
+def test_loaders_import_from_the_package_without_torch() -> None:
+    code = (
+        "import sys; from icml25.llm import load_causal_lm, load_chat_model; "
+        "print(callable(load_causal_lm), callable(load_chat_model), 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]
+
+
+def test_model_folder_without_tokenizer_says_so(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="no tokenizer"):
+        models.load_causal_lm(str(tmp_path))
+
+
 # -- perplexity on a tiny random model ----------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDED_MODELS",
+    "TOKENIZER_FILES",
     "MissingDependencyError",
     "cache_dir",
     "embedded_gguf_path",
@@ -190,6 +191,10 @@ def _dequantised_dir(gguf: Path, dtype: torch.dtype) -> Path:
     return target
 
 
+#: Files of which a Hugging Face model folder needs at least one for its tokenizer to load.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
 def load_causal_lm(
     name_or_path: str = "smollm2-135m-instruct", *, dtype: torch.dtype | None = None
 ) -> tuple[Any, Any]:
@@ -209,6 +214,12 @@ def load_causal_lm(
     transformers = require("transformers")
     dtype = torch.float32 if dtype is None else dtype
     directory, gguf_name = resolve_model_path(name_or_path)
+    if gguf_name is None and not any((directory / f).is_file() for f in TOKENIZER_FILES):
+        raise ValueError(
+            f"name_or_path: {str(directory)!r} holds a model but no tokenizer (none of "
+            f"{', '.join(TOKENIZER_FILES)}); save one beside the weights with "
+            "tokenizer.save_pretrained(folder)"
+        )
     if gguf_name is not None:
         directory = _dequantised_dir(directory / gguf_name, dtype)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
