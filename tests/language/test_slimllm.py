@@ -16,6 +16,7 @@ from icml25.language.slimllm import (
     METHODS,
     PruneConfig,
     PrunedAttention,
+    calibration_windows,
     decoder_param_count,
     dense_statistics,
     ffn_channel_scores,
@@ -28,6 +29,7 @@ from icml25.language.slimllm import (
     prune_attention_heads,
     prune_model,
     save_pruned,
+    save_pruned_model,
 )
 
 
@@ -253,6 +255,43 @@ def test_save_reload_and_generate(model: LlamaForCausalLM, calib: torch.Tensor, 
 
         save_file({"a": torch.zeros(1)}, str(tmp_path / "other.safetensors"))
         load_pruned(tmp_path / "other.safetensors")
+
+
+def _word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["the", "a", "of", "to", "and", "in", "is", "it"]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[UNK]")
+
+
+def test_pruned_folder_loads_through_load_causal_lm(
+    model: LlamaForCausalLM, calib: torch.Tensor, tmp_path: Path
+) -> None:
+    from icml25.llm import load_causal_lm
+
+    pruned, _ = prune_model(model, calib, PruneConfig(sparsity=0.4))
+    folder = save_pruned_model(pruned, _word_tokenizer(), tmp_path / "pruned")
+    again, tokenizer = load_causal_lm(str(folder))
+    torch.testing.assert_close(again(input_ids=X).logits, pruned(input_ids=X).logits)
+    assert tokenizer("the a of")["input_ids"] == [1, 2, 3]
+    with pytest.raises(TypeError, match="tokenizer"):
+        save_pruned_model(pruned, None, tmp_path / "no_tokenizer")
+
+
+def test_calibration_windows_are_seeded_and_shared_out() -> None:
+    texts = ["abcdefghij" * 20, "0123456789" * 20]
+    a = calibration_windows(texts, None, 5, 8, seed=3)
+    assert a.shape == (5, 8) and a.dtype == torch.long
+    assert torch.equal(a, calibration_windows(texts, None, 5, 8, seed=3))
+    assert all(int(w[0]) >= ord("a") for w in a[:2]) and all(int(w[0]) < ord("a") for w in a[2:])
+    with pytest.raises(ValueError, match="window_len"):
+        calibration_windows(texts, None, 2, 0)
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        calibration_windows(["x" * 100, "short"], None, 2, 8)
 
 
 # -- bad input ----------------------------------------------------------------------------------

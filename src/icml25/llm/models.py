@@ -17,6 +17,7 @@ the SQLite response cache.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import os
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDED_MODELS",
+    "STRUCTURED_FORMATS",
     "TOKENIZER_FILES",
     "MissingDependencyError",
     "cache_dir",
@@ -105,12 +107,36 @@ def resolve_model_path(name_or_path: str) -> tuple[Path, str | None]:
     path = Path(text).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return path.parent, path.name
-    if path.is_dir() and (path / "config.json").is_file():
+    if path.is_dir() and ((path / "config.json").is_file() or _structured_format(path) is not None):
         return path, None
     raise ValueError(
-        f"name_or_path: {text!r} is not a known model ({sorted(EMBEDDED_MODELS)}), a .gguf file "
-        "or a Hugging Face model directory containing config.json"
+        f"name_or_path: {text!r} is not a known model ({sorted(EMBEDDED_MODELS)}), a .gguf file, "
+        "a Hugging Face model directory containing config.json, or a folder written by "
+        "icml25.language.slimllm.save_pruned_model"
     )
+
+
+#: Model folders written by icml25 code whose structure a plain config.json cannot describe:
+#: the ``format`` recorded in their ``model.safetensors`` metadata -> the function that rebuilds them.
+#: A fixed table: nothing read from a file ever chooses what gets imported.
+STRUCTURED_FORMATS: dict[str, str] = {
+    "icml25-pruned-llama": "icml25.language.slimllm.surgery:load_pruned",
+}
+
+
+def _structured_format(directory: Path) -> str | None:
+    """The recorded format of ``directory/model.safetensors`` if it is one of :data:`STRUCTURED_FORMATS`."""
+    weights = directory / "model.safetensors"
+    if (directory / "config.json").is_file() or not weights.is_file():
+        return None
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(weights), framework="pt") as f:
+            fmt = (f.metadata() or {}).get("format")
+    except Exception:  # not a readable safetensors file: not one of ours
+        return None
+    return fmt if fmt in STRUCTURED_FORMATS else None
 
 
 _GGUF_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
@@ -222,7 +248,13 @@ def load_causal_lm(
         )
     if gguf_name is not None:
         directory = _dequantised_dir(directory / gguf_name, dtype)
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
+    structured = _structured_format(directory) if gguf_name is None else None
+    if structured is not None:
+        module, _, name = STRUCTURED_FORMATS[structured].partition(":")
+        rebuild = getattr(importlib.import_module(module), name)
+        model = rebuild(directory / "model.safetensors", dtype=dtype)
+    else:
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

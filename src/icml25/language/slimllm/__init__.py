@@ -17,6 +17,7 @@ similarity) and the magnitude, Wanda-structured and Taylor
 where the paper is open.
 """
 
+from .calibration import calibration_windows, encode_text
 from .pruner import METHODS, DenseStats, PruneConfig, PruneReport, dense_statistics, prune_model
 from .scores import (
     ffn_channel_scores,
@@ -37,10 +38,13 @@ from .surgery import (
     prune_attention_heads,
     prune_mlp_channels,
     save_pruned,
+    save_pruned_model,
 )
 
 __all__ = [
     "METHODS",
+    "calibration_windows",
+    "encode_text",
     "DenseStats",
     "PruneConfig",
     "PruneReport",
@@ -60,6 +64,7 @@ __all__ = [
     "prune_mlp_channels",
     "prune_model",
     "save_pruned",
+    "save_pruned_model",
     "taylor_scores",
     "wanda_scores",
 ]

@@ -51,6 +51,7 @@ from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
 from icml25.core.validate import check_fields, check_in_range
 
+from .calibration import calibration_windows, encode_text
 from .pruner import PruneConfig, dense_statistics, prune_model
 
 BASELINES = ("magnitude", "wanda", "taylor")
@@ -216,29 +217,11 @@ def _tiny_model() -> tuple[Any, None]:
     return model, None
 
 
-def _encode(text: str, tokenizer: Any, max_tokens: int) -> torch.Tensor:
-    if tokenizer is None:
-        return torch.tensor(list(text[: max_tokens * 2].encode("utf-8")[:max_tokens]), dtype=torch.long)
-    chars = max_tokens * 8  # ~4 characters per token; a margin so that enough tokens remain
-    ids = tokenizer(text[:chars], add_special_tokens=False)["input_ids"]
-    return torch.tensor(ids[:max_tokens], dtype=torch.long)
-
-
 def _calibration(
     corpora: dict[str, Any], tokenizer: Any, config: SlimLLMCheckConfig, seed: int
 ) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    per = [config.n_calib // 2, config.n_calib - config.n_calib // 2]
-    windows = []
-    for corpus, count in zip(corpora.values(), per, strict=True):
-        ids = _encode(corpus.calibration, tokenizer, 200_000)
-        if ids.numel() < config.calib_len + 1:
-            raise ValueError(
-                f"calibration split of {corpus.name} is shorter than calib_len={config.calib_len}"
-            )
-        starts = torch.randint(0, ids.numel() - config.calib_len, (count,), generator=gen)
-        windows += [ids[s : s + config.calib_len] for s in starts.tolist()]
-    return torch.stack(windows)
+    texts = [corpus.calibration for corpus in corpora.values()]
+    return calibration_windows(texts, tokenizer, config.n_calib, config.calib_len, seed=seed)
 
 
 def _evaluate(
@@ -321,7 +304,7 @@ class SlimLLMCheck(ClaimCheck[SlimLLMCheckConfig]):
         need = config.eval_window + config.eval_stride * (max(config.eval_windows, 1) + 1)
         if config.eval_windows == 0:
             need = 10**7
-        heldout = {CORPUS_KEYS[k]: _encode(c.heldout, tokenizer, need) for k, c in corpora.items()}
+        heldout = {CORPUS_KEYS[k]: encode_text(c.heldout, tokenizer, need) for k, c in corpora.items()}
         calib = _calibration(corpora, tokenizer, config, seed)
         metrics: dict[str, dict[str, float]] = {a: {} for a in CLAIM.arms}
         series: dict[str, Any] = {"corpora": {k: c.record() for k, c in corpora.items()}, "arms": {}}

@@ -35,6 +35,8 @@ __all__ = [
     "prune_mlp_channels",
     "decoder_param_count",
     "save_pruned",
+    "save_pruned_model",
+    "PRUNED_WEIGHTS_FILE",
     "load_pruned",
 ]
 
@@ -255,6 +257,26 @@ def save_pruned(model: Any, path: str | Path) -> Path:
     save_model(model, str(tmp), metadata=meta)
     tmp.replace(path)
     return path
+
+
+#: The weights file of a folder written by :func:`save_pruned_model`.
+PRUNED_WEIGHTS_FILE = "model.safetensors"
+
+
+def save_pruned_model(model: Any, tokenizer: Any, folder: str | Path) -> Path:
+    """Write a pruned (or dense) Llama and its tokenizer to ``folder``, ready for reuse.
+
+    The folder holds :data:`PRUNED_WEIGHTS_FILE` (see :func:`save_pruned`) and the tokenizer's
+    files, so ``icml25.llm.load_causal_lm(folder)`` (and ``--set model=<folder>`` in any check that
+    takes a model) returns the pruned model with its tokenizer. Returns the folder.
+    """
+    if tokenizer is None or not hasattr(tokenizer, "save_pretrained"):
+        raise TypeError(f"tokenizer must be a Hugging Face tokenizer, got {type(tokenizer).__name__}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(folder))
+    save_pruned(model, folder / PRUNED_WEIGHTS_FILE)  # last: its atomic rename marks the folder complete
+    return folder
 
 
 def load_pruned(path: str | Path, *, dtype: torch.dtype = torch.float32) -> nn.Module:
