@@ -316,3 +316,66 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
 def test_leak_split_depends_on_seed() -> None:
     ids = [f"HumanEval/{i}" for i in range(8)]
     assert random.Random(0).sample(ids, 4) != random.Random(1).sample(ids, 4)
+
+
+class _RolesEndpoint:
+    """A minimal OpenAI-compatible /v1/chat/completions server on 127.0.0.1 (answers with one line)."""
+
+    def __init__(self, answer: str) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[dict[str, Any], str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                outer.requests.append((payload, self.headers.get("Authorization", "")))
+                n = payload.get("n", 1)
+                message = {"role": "assistant", "content": answer}
+                body = json.dumps({"choices": [{"index": i, "message": message} for i in range(n)]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_roles_from_an_openai_compatible_endpoint_end_to_end(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    import json
+
+    endpoint = _RolesEndpoint("I would rather not rewrite this problem.")  # no variant is ever accepted
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-never-stored-123")
+        monkeypatch.setenv("ICML25_CACHE", str(tmp_path))
+        result = CHECK.run("tiny", seeds=[0], overrides={"roles_model": "openai:roles-under-test"})
+    finally:
+        endpoint.close()
+    assert endpoint.requests, "the roles never reached the endpoint"
+    assert {p["model"] for p, _ in endpoint.requests} == {"roles-under-test"}
+    assert all(auth == "Bearer sk-never-stored-123" for _, auth in endpoint.requests)
+    stored = json.dumps(result.to_json())
+    assert "sk-never-stored-123" not in stored  # the key is never stored
+    assert "openai:roles-under-test" in result.claim["setup_notes"]
+    assert any("roles played by openai:roles-under-test" in n for n in result.notes)
+    assert str(result.verdict) == "inconclusive"  # nothing accepted: measured what it could, no crash
+
+
+def test_an_endpoint_cannot_be_the_fine_tuned_code_model() -> None:
+    with pytest.raises(ValueError, match="roles_model"):
+        CHECK.config("tiny", {"backend": "openai:some-model"})

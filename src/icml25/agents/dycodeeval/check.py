@@ -51,6 +51,7 @@ execution check cannot see docstring meaning), so the variants test little beyon
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Sequence
@@ -83,8 +84,13 @@ class DyCodeEvalCheckConfig:
     """One configuration of the contamination check.
 
     Args:
-        backend: ``"smollm2-135m-instruct"`` (any name ``load_causal_lm`` accepts) or ``"simulated"``
-            (template-control roles and a simulated code-model pair: smoke only).
+        backend: the code model, which the check fine-tunes, so it needs weights:
+            ``"smollm2-135m-instruct"`` (any name or folder ``load_causal_lm`` accepts) or
+            ``"simulated"`` (template-control roles and a simulated code-model pair: smoke only).
+        roles_model: the model that plays the four roles (proposer, context, rewriter, validator);
+            ``""`` = the ``backend`` model. Any ``load_chat_model`` spec: a local name or folder, or
+            ``"openai:NAME"`` for an OpenAI-compatible endpoint (``OPENAI_BASE_URL`` /
+            ``OPENAI_API_KEY``; the key is never stored or printed).
         n_problems: seed problems (the shortest HumanEval problems).
         leak_fraction: share of seeds whose canonical solutions leak.
         scenario_num, context_num, prompts_per_round, max_rounds: role pipeline (see DyCodeEvalConfig).
@@ -98,6 +104,7 @@ class DyCodeEvalCheckConfig:
     """
 
     backend: str = "smollm2-135m-instruct"
+    roles_model: str = ""
     n_problems: int = 8
     leak_fraction: float = 0.5
     scenario_num: int = 8
@@ -116,6 +123,12 @@ class DyCodeEvalCheckConfig:
     preservation_check: bool = True
 
     def __post_init__(self) -> None:
+        if self.backend.startswith("openai:"):
+            raise ValueError(
+                f"backend: {self.backend!r} is an endpoint, but the code model is fine-tuned and needs "
+                f"weights; keep backend a local model and set roles_model={self.backend!r} to let the "
+                "endpoint play the roles"
+            )
         if self.n_problems < 2:
             raise ValueError(f"n_problems must be at least 2, got {self.n_problems}")
         if not 0 < self.leak_fraction < 1:
@@ -203,6 +216,15 @@ def _load(backend: str) -> tuple[Any, Any]:
     return load_causal_lm(backend)
 
 
+def _roles_model(spec: str) -> ChatModel:
+    from icml25.llm.models import load_chat_model
+
+    try:
+        return load_chat_model(spec)
+    except (ImportError, FileNotFoundError, OSError) as err:
+        raise NeedsResource("llm", f"cannot load roles_model {spec}: {err}") from err
+
+
 def _simulated_code_models(leaked: Sequence[CodeTask]) -> tuple[ChatModel, ChatModel]:
     """Simulated pair for the smoke scale: clean returns None; contaminated recalls leaked originals."""
     memory = {t.prompt: t.canonical_solution for t in leaked}
@@ -267,6 +289,24 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
     }
     default_seeds = {"tiny": 1, "small": 1, "full": 3}
 
+    def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
+        """The claim with "our setup" naming the models that actually run under ``config``."""
+        default = DyCodeEvalCheckConfig()
+        if (config.backend, config.roles_model) == (default.backend, default.roles_model):
+            return self.claim
+        code = "simulated code models" if config.backend == "simulated" else f"{config.backend} (code model)"
+        roles = config.roles_model or (
+            "template-control roles" if config.backend == "simulated" else f"{config.backend} (roles)"
+        )
+        return dataclasses.replace(
+            self.claim,
+            setup_notes=(
+                f"{code}; {roles}; {config.n_problems} shortest HumanEval problems, "
+                f"{config.scenario_num} scenarios each, {config.leak_fraction:.0%} leaked; contamination "
+                f"by full fine-tuning ({config.finetune_epochs} epochs, lr {config.finetune_lr:g})."
+            ),
+        )
+
     def run_seed(self, config: DyCodeEvalCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         problems = sorted(
             load_humaneval(), key=lambda p: (len(p.prompt) + len(p.canonical_solution), p.index)
@@ -310,6 +350,10 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             notes.append(
                 f"backend: {config.backend} (roles and code model); contaminated by full fine-tuning"
             )
+
+        if config.roles_model:
+            roles = _roles_model(config.roles_model)
+            notes.append(f"roles played by {config.roles_model}")
 
         # -- variants -------------------------------------------------------------------------
         ctx.progress("variants", 0, 1)
