@@ -355,7 +355,9 @@ class _RolesEndpoint:
         self.httpd.server_close()
 
 
-def test_roles_from_an_openai_compatible_endpoint_end_to_end(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_roles_from_an_openai_compatible_endpoint_end_to_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     import json
 
     endpoint = _RolesEndpoint("I would rather not rewrite this problem.")  # no variant is ever accepted
