@@ -10,6 +10,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import circulant
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import r2_score
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from icml25.theory.rfm_grokking import (
     OPERATIONS,
@@ -23,6 +30,7 @@ from icml25.theory.rfm_grokking import (
     circulant_deviation,
     discrete_log_reorder,
     enforce_circulant,
+    fit_metrics,
     hankel_from_column,
     inverse_discrete_log_reorder,
     kernel_agop,
@@ -383,8 +391,29 @@ def test_rfm_bad_data() -> None:
         RFM(iters=1).fit(np.full_like(ds.X_train, np.nan), ds.Y_train)
     with pytest.raises(ValueError, match="eval_sets"):
         RFM(iters=1).fit(ds.X_train, ds.Y_train, eval_sets={"test": (ds.X_test[:, :3], ds.Y_test)})
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         RFM().predict(ds.X_test)
+
+
+@parametrize_with_checks([RFM(iters=3)])
+def test_rfm_is_a_scikit_learn_estimator(estimator, check) -> None:
+    check(estimator)  # all 53 applicable checks; check_array_api_input skips without SCIPY_ARRAY_API
+
+
+def test_rfm_in_cross_validation_and_pipelines() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2  # depends on two of five coordinates
+    model = make_pipeline(StandardScaler(), RFM(iters=3, ridge=1e-3))
+    scores = cross_val_score(model, X, y, cv=3)  # R², as scikit-learn regressors score
+    assert scores.shape == (3,) and np.all(scores > 0.5)
+    fitted = clone(model).fit(X, y)
+    assert fitted.predict(X).shape == (120,)
+    assert fitted.score(X, y) == pytest.approx(r2_score(y, fitted.predict(X)))
+    rfm = RFM(iters=2).set_params(ridge=0.1)
+    assert rfm.get_params()["ridge"] == 0.1 and clone(rfm).get_params()["ridge"] == 0.1
+    m = fit_metrics(fitted.predict(X)[:, None], y[:, None])
+    assert np.isnan(m.acc) and m.r2 == pytest.approx(fitted.score(X, y))
 
 
 def test_ridge_changes_solution() -> None:

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics import r2_score
+from sklearn.utils import Tags
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .agop import kernel_agop, psd_matrix_power
 from .data import OPERATIONS
@@ -38,13 +42,17 @@ class FitMetrics:
 
     Attributes:
         mse: mean over samples and outputs of (f(x) − y)².
-        acc: fraction with argmax f(x) = argmax y (for one output: (f > ½) = (y > ½)).
-        correct_mse: mean over samples of (f_{y}(x) − 1)², the MSE of the correct-class output.
+        acc: fraction with argmax f(x) = argmax y; NaN for a single output, which is a regression
+            target (read ``r2``).
+        correct_mse: mean over samples of (f_{y}(x) − 1)², the MSE of the correct-class output
+            (the MSE itself for a single output).
+        r2: coefficient of determination, averaged uniformly over outputs (scikit-learn's ``r2_score``).
     """
 
     mse: float
     acc: float
     correct_mse: float
+    r2: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -95,9 +103,10 @@ def fit_metrics(pred: np.ndarray, Y: np.ndarray) -> FitMetrics:
         correct = pred[np.arange(len(labels)), labels]
         correct_mse = float(np.mean((correct - Y[np.arange(len(labels)), labels]) ** 2))
     else:
-        acc = float(np.mean((pred[:, 0] > 0.5) == (Y[:, 0] > 0.5)))
+        acc = float("nan")
         correct_mse = mse
-    return FitMetrics(mse=mse, acc=acc, correct_mse=correct_mse)
+    r2 = float(r2_score(Y, pred)) if len(Y) > 1 else float("nan")
+    return FitMetrics(mse=mse, acc=acc, correct_mse=correct_mse, r2=r2)
 
 
 def solve_kernel_system(K: np.ndarray, Y: np.ndarray, ridge: float = 0.0) -> np.ndarray:
@@ -136,10 +145,13 @@ def _as_2d(name: str, a: object) -> np.ndarray:
     return arr
 
 
-class RFM:
+class RFM(RegressorMixin, BaseEstimator):
     """Recursive Feature Machine with a Mahalanobis kernel (Algorithm 1).
 
-    Hyperparameters are stored unchanged; they are checked in :meth:`fit`.
+    A scikit-learn regressor: hyperparameters are stored unchanged by ``__init__`` (so
+    ``get_params``/``set_params``/``clone`` work) and checked in :meth:`fit`; ``score`` is R² (for
+    one-hot classification targets read ``history_`` or :func:`fit_metrics` for accuracy); a 1-D
+    target gives 1-D predictions. It works in ``cross_val_score``, grid searches and pipelines.
 
     Args:
         kernel: a :class:`MahalanobisKernel`; default Gaussian with L = 2.5.
@@ -180,6 +192,11 @@ class RFM:
         self.M0 = M0
         self.op = op
         self.project = project
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # one-hot targets are fitted jointly (Alg. 1)
+        return tags
 
     def _check_params(self, d: int) -> tuple[MahalanobisKernel, np.ndarray]:
         kernel = GaussianMahalanobisKernel() if self.kernel is None else self.kernel
@@ -227,10 +244,12 @@ class RFM:
         Returns:
             self, with ``M_``, ``alpha_``, ``history_`` and ``Ms_`` set.
         """
-        X = _as_2d("X", X)
-        Y = _as_2d("Y", Y)
-        if X.shape[0] != Y.shape[0]:
-            raise ValueError(f"X and Y must have the same number of rows, got {X.shape[0]} and {Y.shape[0]}")
+        n_x, n_y = _n_rows(X), _n_rows(Y)
+        if n_x is not None and n_y is not None and n_x != n_y:
+            raise ValueError(f"X and Y must have the same number of rows, got {n_x} and {n_y}")
+        X, Y = validate_data(self, X, Y, multi_output=True, y_numeric=True, dtype=np.float64)
+        self.single_output_ = Y.ndim == 1
+        Y = Y[:, None] if Y.ndim == 1 else Y
         n, d = X.shape
         kernel, M = self._check_params(d)
         evals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -290,10 +309,18 @@ class RFM:
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """f(x) = K_M(x, X_fit) α for the rows of X; (m, c)."""
-        if not hasattr(self, "alpha_"):
-            raise RuntimeError("RFM is not fitted; call fit(X, Y) first")
-        X = _as_2d("X", X)
-        if X.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"X must have {self.X_fit_.shape[1]} columns, got {X.shape[1]}")
-        return self.kernel_.matrix(X, self.X_fit_, self.M_) @ self.alpha_
+        """f(x) = K_M(x, X_fit) α for the rows of X: (m, c), or (m,) when fitted on a 1-D target."""
+        check_is_fitted(self, "alpha_", msg="RFM is not fitted; call fit(X, Y) first")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        pred = self.kernel_.matrix(X, self.X_fit_, self.M_) @ self.alpha_
+        return pred[:, 0] if self.single_output_ else pred
+
+
+def _n_rows(a: object) -> int | None:
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        try:
+            return len(a)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+    return int(shape[0]) if len(shape) else None
