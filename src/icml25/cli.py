@@ -38,6 +38,7 @@ BENCH_EPILOG = """examples:
 REPORT_EPILOG = """examples:
   icml25 report                                  # results/ -> report/REPORT.md, report/index.html
   icml25 report --results /tmp/res --out /tmp/report
+  icml25 report --sync-readmes                   # refill each checked paper's README result table
 """
 
 
@@ -276,9 +277,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from icml25.report import write_report
+    from icml25.report import sync_paper_readmes, write_report
 
     store = _store(args.results)
+    if args.sync_readmes:
+        changed = sync_paper_readmes(store.root)
+        for path in changed:
+            print(f"updated {path}")
+        print(f"{len(changed)} paper README(s) changed" if changed else "paper READMEs already in sync")
+        return EXIT_OK
     if not store.root.is_dir():
         raise CliError(
             f"no results directory at {str(store.root)!r} (run `icml25 check` first, or pass --results)"
@@ -381,6 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--out", metavar="DIR", default="report", help="output directory (default: report/)")
+    p.add_argument(
+        "--sync-readmes",
+        action="store_true",
+        help="instead: rewrite the small-result table in each checked paper's README.md",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(

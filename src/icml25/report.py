@@ -20,7 +20,17 @@ from icml25.core.claims import SCALES, CheckResult
 from icml25.core.results import ResultStore, StoredResult, atomic_write_text
 from icml25.core.runtime import environment, utc_now
 
-__all__ = ["ReportOutput", "write_report", "build_blocks"]
+__all__ = [
+    "ReportOutput",
+    "write_report",
+    "build_blocks",
+    "RESULT_BEGIN",
+    "RESULT_END",
+    "paper_result_table",
+    "small_result_block",
+    "replace_result_block",
+    "sync_paper_readmes",
+]
 
 _ARROW = {"<": "↓", "<=": "↓", ">": "↑", ">=": "↑"}
 _MARK = {True: "pass", False: "FAIL", None: "n/a"}
@@ -89,6 +99,17 @@ def _mean_sd(result: CheckResult, arm: str | None, metric: str) -> str:
     if s is None:
         return "-"
     return _fmt(s.mean) + (f" ± {_fmt(s.std, 2)}" if len(s.values) > 1 else "")
+
+
+def _criteria_table(result: CheckResult) -> Table:
+    """Each evaluated criterion: condition, value, threshold, pass/fail and what it means."""
+    return Table(
+        ["criterion", "condition", "value", "threshold", "result", "meaning"],
+        [
+            [c.name, c.formula, _fmt(c.value), _fmt(c.threshold), _MARK[c.passed], c.description or c.reason]
+            for c in result.criteria
+        ],
+    )
 
 
 def _headline_row(stored: StoredResult, title: str) -> list[str]:
@@ -170,20 +191,7 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
             f"wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
             f"{r.environment.get('git_commit') or 'unknown'}."
         ),
-        Table(
-            ["criterion", "condition", "value", "threshold", "result", "meaning"],
-            [
-                [
-                    c.name,
-                    c.formula,
-                    _fmt(c.value),
-                    _fmt(c.threshold),
-                    _MARK[c.passed],
-                    c.description or c.reason,
-                ]
-                for c in r.criteria
-            ],
-        ),
+        _criteria_table(r),
     )
     arms = [claim["ours"], *claim["baselines"]]
     names = sorted({m for a in arms for m in r.metrics.get(a, {})})
@@ -398,3 +406,133 @@ def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
 
         raise ResultsError(f"cannot write the report to {str(out_dir)!r}: {err.strerror or err}") from err
     return ReportOutput(md, page, len(stored), tuple(problems))
+
+
+# -- the result table in each paper's README.md -----------------------------------------------------
+
+RESULT_BEGIN = "<!-- small-result:begin -->"
+RESULT_END = "<!-- small-result:end -->"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _criterion_metrics(result: CheckResult) -> tuple[list[str], list[str]]:
+    """Arms (claim order) and metrics (first-use order) that the evaluated criteria read."""
+    claim = result.claim
+    evaluated = {c.name for c in result.criteria}
+    pairs: list[tuple[str, str]] = []
+    for c in claim["criteria"]:
+        if c["name"] not in evaluated:
+            continue
+        pairs.append((c["arm"], c["metric"]))
+        if c.get("other_arm"):
+            pairs.append((c["other_arm"], c.get("other_metric") or c["metric"]))
+    metrics = list(dict.fromkeys(m for _, m in pairs))
+    used_arms = {a for a, _ in pairs}
+    order = [claim["ours"], *claim["baselines"]]
+    arms = [a for a in order if a in used_arms] + sorted(used_arms - set(order))
+    return arms, metrics
+
+
+def paper_result_table(result: CheckResult) -> str:
+    """One stored check result as Markdown: the metrics its criteria use, each criterion, the verdict.
+
+    The first table has a row per metric that some criterion reads and a column per arm that a
+    criterion reads (ours first), as mean ± sd over seeds; the second lists every evaluated
+    criterion with value, threshold and pass/fail (the same table REPORT.md shows); a closing
+    line gives the verdict, seeds, wall time, run id, start time and commit. Rendered with the
+    report's own Markdown renderer, so a README and REPORT.md agree cell for cell.
+    """
+    claim = result.claim
+    arms, metrics = _criterion_metrics(result)
+    blocks: list[Any] = []
+    if metrics:
+        blocks.append(
+            Table(
+                ["metric (mean ± sd over seeds)"]
+                + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
+                [[m] + [_mean_sd(result, a, m) for a in arms] for m in metrics],
+            )
+        )
+    blocks.append(_criteria_table(result))
+    commit = result.environment.get("git_commit") or "unknown"
+    blocks.append(
+        Para(
+            f"**Verdict at scale {result.scale}: {result.verdict}** ({result.verdict.reason}). "
+            f"Seeds {list(result.seeds)}; wall time {result.wall_time_s:.0f} s; run {result.run_id or '-'}, "
+            f"started {result.started_at or '-'}, commit {str(commit)[:12]}."
+        )
+    )
+    return render_markdown(blocks)
+
+
+def small_result_block(result: CheckResult | None, slug: str = "") -> str:
+    """What goes between the README markers: the table of ``result``, or a line saying there is none."""
+    if result is None:
+        body = (
+            f"No small-scale result is stored yet: run `icml25 check {slug or '<slug>'} --scale small`, "
+            "then `icml25 report --sync-readmes`.\n"
+        )
+    else:
+        body = paper_result_table(result)
+    note = (
+        "<sub>Generated from the stored result by `icml25 report --sync-readmes`; edits here are lost.</sub>"
+    )
+    return "\n\n" + body + "\n" + note + "\n\n"
+
+
+def replace_result_block(text: str, block: str, name: str = "README.md") -> str:
+    """``text`` with everything between the two marker lines replaced by ``block``.
+
+    Raises:
+        ValueError: a marker is missing, repeated, or the end marker comes first (``name`` says where).
+    """
+    if text.count(RESULT_BEGIN) != 1 or text.count(RESULT_END) != 1:
+        raise ValueError(f"{name}: needs exactly one {RESULT_BEGIN!r} line and one {RESULT_END!r} line")
+    start = text.index(RESULT_BEGIN) + len(RESULT_BEGIN)
+    end = text.index(RESULT_END)
+    if end < start:
+        raise ValueError(f"{name}: {RESULT_END!r} comes before {RESULT_BEGIN!r}")
+    return text[:start] + block + text[end:]
+
+
+def sync_paper_readmes(results_dir: Path | str = "results", root: Path | str | None = None) -> list[Path]:
+    """Refill the result block of every checked paper's README.md from its latest small result.
+
+    For each catalog paper with status ``checked`` whose folder ``<root>/<domain>/<slug>/`` has a
+    README.md, the text between ``RESULT_BEGIN`` and ``RESULT_END`` becomes
+    :func:`small_result_block` of the newest readable run under ``<results_dir>/<slug>/small/``
+    (or a line saying none is stored). Text outside the markers is untouched, files are written
+    atomically and only when they change, so a second call changes nothing.
+
+    Args:
+        results_dir: the results store to read (``results/`` by default, as ``icml25 check`` writes).
+        root: the ``icml25`` package folder holding the paper folders (default: this package).
+
+    Returns:
+        The README files that changed.
+
+    Raises:
+        ResultsError: ``results_dir`` is not a directory (nothing is rewritten).
+        ValueError: a checked paper's README.md lacks the two marker lines.
+    """
+    from icml25.core.results import ResultsError
+
+    store = ResultStore(results_dir)
+    if not store.root.is_dir():
+        raise ResultsError(f"no results directory at {str(store.root)!r}; no README was changed")
+    base = _PACKAGE_DIR if root is None else Path(root)
+    changed: list[Path] = []
+    for paper in PAPERS:
+        if paper.status != "checked":
+            continue
+        path = base / paper.domain / paper.slug / "README.md"
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        stored = store.latest(paper.slug, "small")
+        block = small_result_block(stored.result if stored else None, paper.slug)
+        new = replace_result_block(text, block, str(path))
+        if new != text:
+            atomic_write_text(path, new)
+            changed.append(path)
+    return changed

@@ -1,6 +1,6 @@
 """Normalizing Flows are Capable Generative Models (TarFlow).
 
-Zhai, Zhang, Berthelot, Gu, Goh, Susskind, Jaitly, Xu, Gu, Shen, Zhang. ICML 2025 (oral).
+Zhai, Zhang, Nakkiran, Berthelot, Gu, Zheng, Chen, Bautista, Jaitly, Susskind. ICML 2025 (oral).
 https://arxiv.org/abs/2412.06329 · official code https://github.com/apple/ml-tarflow
 
 TarFlow is a normalizing flow for images made of a stack of masked autoregressive affine flow

@@ -1,6 +1,6 @@
 """TarFlow: a stack of causal-Transformer autoregressive affine flow blocks over image patches.
 
-Zhai, Zhang, Berthelot, Gu, Goh, Susskind, Jaitly, Xu, Gu, Shen, Zhang. *Normalizing Flows are
+Zhai, Zhang, Nakkiran, Berthelot, Gu, Zheng, Chen, Bautista, Jaitly, Susskind. *Normalizing Flows are
 Capable Generative Models*, ICML 2025 (oral). https://arxiv.org/abs/2412.06329 · official code
 https://github.com/apple/ml-tarflow (``transformer_flow.py``, whose names this module follows).
 
