@@ -1,15 +1,17 @@
 """The ``icml25`` command: list, show, check, report, bench.
 
-Exit codes: 0 every check reproduced (or the command succeeded), 1 some claim was not
-reproduced or was inconclusive, 2 a usage or runtime error (one line on stderr; ``--debug``
-shows the traceback).
+Exit codes: 0 every check reproduced (or the command succeeded; a ``tiny`` smoke run whose
+smoke criteria all hold counts as success), 1 some claim was not reproduced or was inconclusive,
+2 a usage or runtime error (one line on stderr; ``--debug`` adds the traceback and keeps the code).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -106,13 +108,21 @@ def cmd_list(args: argparse.Namespace) -> int:
 # -- show ---------------------------------------------------------------------------------------
 
 
+def paper_readme(paper: Paper) -> Path:
+    """The README.md in the paper's folder (it exists for every checked paper)."""
+    import icml25
+
+    return Path(icml25.__file__).resolve().parent / paper.domain / paper.slug / "README.md"
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     paper = get_paper(args.slug)
+    readme = paper_readme(paper)
     out = [
         f"{paper.slug}: {paper.title}",
         f"  domain: {paper.domain}   seed: {paper.seed} ({paper.seed_file})   status: {paper.status}",
         f"  paper: {paper.url or '-'}   code: {paper.code_url or '-'}",
-        f"  brief: {paper.brief}",
+        f"  readme: {readme if readme.is_file() else '-'}",
         f"  claim: {paper.claim}",
         f"  baseline: {paper.baseline}",
     ]
@@ -140,6 +150,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             value = "-" if c.value is None else f"{c.value:.4g}"
             thr = "-" if c.threshold is None else f"{c.threshold:.4g}"
             out.append(f"    {mark:4s} {c.name}: {value} {c.op} {thr}")
+    if readme.is_file():
+        out += ["", readme.read_text(encoding="utf-8").rstrip()]
     print("\n".join(out))
     return EXIT_OK
 
@@ -234,6 +246,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     papers = _selected_papers(args)
     overrides = parse_overrides(args.set or [])
+    if args.quiet:
+        _quiet_third_party()
     if args.seeds is not None and args.seeds < 1:
         raise CliError(f"--seeds must be at least 1, got {args.seeds}")
     # under `accelerate launch` every process runs the check (training splits each batch across
@@ -270,7 +284,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         accelerator.wait_for_everyone()  # no process leaves (and is reaped) while another still trains
         if not main:
             return EXIT_OK  # the main process's exit code carries the verdict
-    return EXIT_OK if all(r.verdict.reproduced for r in results) else EXIT_NOT_REPRODUCED
+    return EXIT_OK if all(_succeeded(r) for r in results) else EXIT_NOT_REPRODUCED
+
+
+def _succeeded(result: Any) -> bool:
+    """Reproduced, or a tiny smoke run (never a verdict on the claim) whose smoke criteria all hold."""
+    if result.scale == "tiny":
+        return bool(result.criteria) and all(c.passed is True for c in result.criteria)
+    return bool(result.verdict.reproduced)
+
+
+def _quiet_third_party() -> None:
+    """Silence the loading bars and advisories of Hugging Face libraries (``--quiet``)."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    if "transformers" in sys.modules:  # already imported: its settings were read at import time
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -417,9 +450,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = getattr(args, "debug", False)
     try:
         return int(args.func(args))
+    except BrokenPipeError:  # the reader went away (`icml25 show X | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush cannot fail again
+        return EXIT_OK
     except (CliError, UnknownSlugError, ConfigError, ResultsError, NotImplementedError) as err:
         if debug:
-            raise
+            traceback.print_exc()
         print(f"icml25: error: {err}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -427,7 +464,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - one line, no traceback, unless --debug
         if debug:
-            raise
+            traceback.print_exc()
+            print(f"icml25: error: {type(err).__name__}: {err}", file=sys.stderr)
+            return EXIT_ERROR
         print(
             f"icml25: error: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
             file=sys.stderr,
