@@ -356,6 +356,12 @@ def test_singular_and_indefinite_operators_are_reported() -> None:
     b = torch.randn(1, 17, 17, generator=_gen(9), dtype=torch.float64)
     x = F.solve(b)
     assert float(F.residual(x, b).max()) < 1e-8
+    # the scipy convenience takes the advice its error gives
+    rhs = np.random.default_rng(0).normal(size=17 * 17)
+    with pytest.raises(SingularOperatorError, match="spd=False"):
+        solve_grid_system(H, rhs, (17, 17))
+    xs = solve_grid_system(H, rhs, (17, 17), spd=False, device="cpu")
+    assert np.abs(H @ xs - rhs).max() < 1e-8
 
 
 # ---------------------------------------------------------------- check and benchmark

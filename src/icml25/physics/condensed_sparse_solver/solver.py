@@ -640,21 +640,28 @@ def solve_grid_system(
     *,
     w: int = 5,
     dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    spd: SPD = "auto",
 ) -> np.ndarray:
     """SciPy convenience: solve ``A x = b`` for a local stencil on a ``grid_shape`` grid (row-major).
 
     Args:
         A: ``[n, n]`` sparse, ``n = n0 * n1``; b: ``[n]`` or ``[n, C]``.
+        w: patch width of the layout (see :class:`PatchLayout`).
+        dtype: float32 or float64, the precision of the factorisation.
+        device: where to factorise and solve (``"cuda"`` on a GPU); the answer comes back to numpy.
+        spd: as in :func:`factorize`: ``"auto"`` (Cholesky when symmetric), or ``False`` for LU,
+            e.g. for a symmetric indefinite operator (Helmholtz-like).
 
     Returns:
         x with the shape of ``b`` (float64 numpy).
     """
     n0, n1 = grid_shape
     layout = PatchLayout.for_grid(int(n0), int(n1), w=w)
-    alpha = alpha_from_scipy(A, layout, dtype=dtype)
+    alpha = alpha_from_scipy(A, layout, dtype=dtype).to(torch.device(device))
     bb = np.asarray(b, dtype=np.float64)
     if bb.ndim not in (1, 2) or bb.shape[0] != n0 * n1:
         raise ValueError(f"b must have shape [{n0 * n1}] or [{n0 * n1}, C], got {list(bb.shape)}")
-    rhs = torch.as_tensor(bb.reshape(1, n0, n1, -1), dtype=dtype)
-    x = factorize(alpha, layout).solve(rhs)
-    return x.reshape(n0 * n1, -1).double().numpy().reshape(bb.shape)
+    rhs = torch.as_tensor(bb.reshape(1, n0, n1, -1), dtype=dtype, device=alpha.device)
+    x = factorize(alpha, layout, spd=spd).solve(rhs)
+    return x.reshape(n0 * n1, -1).double().cpu().numpy().reshape(bb.shape)
