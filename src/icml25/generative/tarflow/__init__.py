@@ -43,7 +43,15 @@ from .coupling import (
 )
 from .data import DIGITS_LEVELS, DigitsDataset, load_digits_dataset
 from .denoise import bayes_classify, class_nll, denoise
-from .likelihood import DensityModel, bits_per_dim, check_levels, dequantize, noise_augment, to_unit_range
+from .likelihood import (
+    DensityModel,
+    bits_per_dim,
+    check_levels,
+    dequantize,
+    noise_augment,
+    to_integer_images,
+    to_unit_range,
+)
 from .model import FlowOutput, TarFlow, TarFlowConfig, gaussian_nll, patchify, unpatchify
 from .train import TrainConfig, TrainResult, flow_loss_bpd, train_flow
 
@@ -74,6 +82,7 @@ __all__ = [
     "noise_augment",
     "patchify",
     "squeeze",
+    "to_integer_images",
     "to_unit_range",
     "train_flow",
     "unpatchify",

@@ -21,7 +21,15 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-__all__ = ["DensityModel", "bits_per_dim", "dequantize", "noise_augment", "to_unit_range", "check_levels"]
+__all__ = [
+    "DensityModel",
+    "bits_per_dim",
+    "dequantize",
+    "noise_augment",
+    "to_unit_range",
+    "to_integer_images",
+    "check_levels",
+]
 
 
 class DensityModel(Protocol):
@@ -54,6 +62,22 @@ def to_unit_range(x_int: Tensor, num_levels: int) -> Tensor:
     """Bin centres in [−1, 1]: 2(x + ½)/L − 1 (no noise; for plotting and classifiers)."""
     check_levels(x_int, num_levels)
     return 2 * (x_int.float() + 0.5) / num_levels - 1
+
+
+def to_integer_images(x: Tensor, num_levels: int) -> Tensor:
+    """Samples in [−1, 1] back to integer images in [0, L − 1] (the bin each value falls in).
+
+    The inverse of :func:`dequantize` and :func:`to_unit_range`: bin ⌊(x + 1)·L/2⌋, clipped to the
+    valid levels, as ``uint8`` when L ≤ 256 (ready for PIL or ``torchvision.utils.save_image``).
+    """
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        raise ValueError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', type(x).__name__)}")
+    if isinstance(num_levels, bool) or not isinstance(num_levels, int) or num_levels < 2:
+        raise ValueError(f"num_levels must be an integer >= 2, got {num_levels!r}")
+    if not torch.isfinite(x).all():
+        raise ValueError("x contains NaN or infinite values")
+    bins = torch.floor((x + 1) * num_levels / 2).clamp_(0, num_levels - 1)
+    return bins.to(torch.uint8 if num_levels <= 256 else torch.int64)
 
 
 def dequantize(x_int: Tensor, num_levels: int, *, generator: torch.Generator | None = None) -> Tensor:

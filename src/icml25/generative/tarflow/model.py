@@ -41,7 +41,9 @@ Our choices, where the paper leaves room or where this module departs from the o
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NamedTuple, cast
 
 import torch
@@ -50,6 +52,7 @@ from torch import Tensor, nn
 from icml25.core.validate import check_fields
 from icml25.nn.attention import KVCache
 from icml25.nn.blocks import TransformerBlock
+from icml25.nn.checkpoint import load_checkpoint, save_checkpoint
 from icml25.nn.embeddings import patchify, unpatchify
 
 __all__ = [
@@ -313,6 +316,25 @@ class TarFlow(nn.Module):
     def _blocks(self) -> list[MetaBlock]:
         return cast(list[MetaBlock], list(self.blocks))
 
+    # -- persistence ------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write weights and config to one safetensors file (atomic, :func:`icml25.nn.save_checkpoint`)."""
+        return save_checkpoint(path, self, config=self.config)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, device: str | torch.device = "cpu") -> TarFlow:
+        """Rebuild a model written by :meth:`save` on ``device``, in eval mode, in its saved dtype."""
+        ckpt = load_checkpoint(path)
+        if ckpt.config is None:
+            raise ValueError(f"path: {path} holds no TarFlow config (was it written by TarFlow.save?)")
+        model = cls(TarFlowConfig(**ckpt.config))
+        dtypes = {t.dtype for t in ckpt.state_dict.values() if t.is_floating_point()}
+        if len(dtypes) == 1:
+            model = model.to(dtypes.pop())
+        model.load_state_dict(ckpt.state_dict)
+        return model.to(torch.device(device)).eval()
+
     # -- checks -----------------------------------------------------------------------------------
 
     def _check_x(self, x: Tensor, name: str = "x") -> None:
@@ -320,7 +342,12 @@ class TarFlow(nn.Module):
         if not isinstance(x, Tensor) or x.ndim != 4:
             raise ValueError(f"TarFlow: {name} must be a (B, C, H, W) tensor, got {getattr(x, 'shape', x)!r}")
         if x.shape[1] != c.in_channels:
-            raise ValueError(f"TarFlow: {name} has {x.shape[1]} channels, the model expects {c.in_channels}")
+            hint = ""
+            if x.shape[-1] == c.in_channels and tuple(x.shape[1:3]) == (c.img_size, c.img_size):
+                hint = f"; it looks channels-last (B, H, W, C): pass {name}.permute(0, 3, 1, 2)"
+            raise ValueError(
+                f"TarFlow: {name} has {x.shape[1]} channels, the model expects {c.in_channels}{hint}"
+            )
         if tuple(x.shape[2:]) != (c.img_size, c.img_size):
             raise ValueError(
                 f"TarFlow: {name} is {x.shape[2]}x{x.shape[3]}, the model expects {c.img_size}x{c.img_size}"
@@ -442,8 +469,11 @@ class TarFlow(nn.Module):
         if n < 1 or temperature <= 0:
             raise ValueError(f"TarFlow.sample: n must be >= 1 and temperature > 0, got {n}, {temperature}")
         c = self.config
-        device = next(self.parameters()).device
-        z = torch.randn(n, c.in_channels, c.img_size, c.img_size, generator=generator, device=device)
+        param = next(self.parameters())
+        # draw where the generator lives (a CPU generator also seeds a model on a GPU), then move
+        where = param.device if generator is None else generator.device
+        z = torch.randn(n, c.in_channels, c.img_size, c.img_size, generator=generator, device=where)
+        z = z.to(device=param.device, dtype=param.dtype)
         log_var = self.prior_log_var()
         if log_var is not None:
             z = z * torch.exp(0.5 * log_var)

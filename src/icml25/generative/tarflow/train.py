@@ -121,6 +121,7 @@ def train_flow(
     x_val: Tensor | None = None,
     y_val: Tensor | None = None,
     progress: ProgressFn | None = None,
+    device: str | torch.device | None = None,
 ) -> TrainResult:
     """Train ``model`` (a flow whose ``forward(x, y)`` returns ``(z, logdet)``) in place.
 
@@ -133,7 +134,11 @@ def train_flow(
         y_train, y_val: labels for a conditional model (None for unconditional).
         x_val: validation images; with them the best validation state is restored at the end.
         progress: ``progress(step, total)`` after every step.
+        device: move the model there first (``"cuda"``); batches follow the model, and the noise
+            is drawn by the CPU generator and copied, so a seed gives the same draws on any device.
     """
+    if device is not None:
+        model.to(torch.device(device))
     check_levels(x_train, num_levels, "x_train")
     if x_val is not None:
         check_levels(x_val, num_levels, "x_val")
