@@ -38,6 +38,10 @@ def test_claim_declares_criteria_for_small(paper: Paper) -> None:
     claim = check.claim_for(check.config("small"))  # the claim the runner judges at small scale
     assert claim.criteria_at("small"), f"{paper.slug} has no criterion at small scale"
     assert claim.baselines, f"{paper.slug} compares against no baseline"
+    head = claim.headline_criterion()
+    assert head.applies_at("small"), f"{paper.slug}: the headline criterion is not judged at small scale"
+    if claim.headline_baseline:  # the report's summary row puts the two side by side
+        assert claim.headline_baseline.partition(".")[2] == head.metric
 
 
 def test_tiny_check_is_deterministic(paper: Paper) -> None:

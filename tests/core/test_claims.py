@@ -338,3 +338,11 @@ def test_there_is_one_json_converter() -> None:
 
     assert not hasattr(claims, "json_safe")
     assert "to_jsonable" not in check.__all__ and check.to_jsonable is claims.to_jsonable
+
+
+def test_headline_baseline_must_report_the_headline_metric() -> None:
+    crit = Criterion("wins", arm="ours", metric="cells_won_frac", op=">=", threshold=0.5)
+    kw = dict(statement="s", source="x", ours="ours", baselines=("base",), criteria=(crit,))
+    with pytest.raises(ValueError, match="like with like|same quantity"):
+        Claim(**kw, headline_baseline="base.mean_log_err")  # type: ignore[arg-type]
+    assert Claim(**kw, headline_baseline="base.cells_won_frac").headline_baseline  # type: ignore[arg-type]

@@ -188,7 +188,8 @@ class Claim:
         criteria: the pre-declared conditions. All applicable ones must hold for ``reproduced``.
         headline: name of the criterion shown in the report's summary table (default: first).
         headline_baseline: ``"arm.metric"`` shown beside the headline when that criterion tests a
-            threshold (default: the first baseline reporting the same metric).
+            threshold (default: the first baseline reporting the same metric); its metric must be
+            the headline criterion's, so the summary row compares like with like.
         min_seeds: fewer seeds than this makes the verdict ``inconclusive``.
         setup_notes: how our setup differs from the paper's (scale, data, budget).
         requires: resources without which the check cannot run here (``"gpu"``, ``"llm endpoint"``).
@@ -229,6 +230,13 @@ class Claim:
             if not dot or not metric or arm not in self.baselines:
                 raise ValueError(
                     f"Claim: headline_baseline must be 'baseline_arm.metric', got {self.headline_baseline!r}"
+                )
+            head = self.headline_criterion()
+            if metric != head.metric:  # the summary row sets the two side by side: like with like
+                raise ValueError(
+                    f"Claim: headline_baseline {self.headline_baseline!r} reports {metric!r}, but the "
+                    f"headline criterion {head.name!r} measures {head.metric!r}; name a baseline metric "
+                    "of the same quantity or leave headline_baseline unset"
                 )
 
     @property

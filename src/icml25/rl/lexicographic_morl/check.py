@@ -176,7 +176,6 @@ CLAIM = Claim(
     baselines=BASELINES,
     criteria=CRITERIA,
     headline="sublinear_best_of_sweep",
-    headline_baseline="lsvi_obj1.slope2",
     min_seeds=3,
     setup_notes=(
         "Generated tabular linear MOMDP (S=6, A=4, H=5, d=24, gap 0.2, lambda_0=2), K=4000 episodes, exact "

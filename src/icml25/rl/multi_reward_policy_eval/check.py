@@ -201,7 +201,6 @@ CLAIM = Claim(
     baselines=(*BASELINES, "oracle_omega"),
     criteria=_criteria(MRPEConfig()),
     headline="lowest_error_in_most_cells",
-    headline_baseline="noisy_uniform.mean_log_final_err",
     min_seeds=3,
     setup_notes=(
         "Riverswim 10, ForkedRiverswim 9 states, DoubleChain 9 states; gamma 0.9, eps 0.1, delta 0.01; two "
