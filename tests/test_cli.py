@@ -89,6 +89,10 @@ def test_report_from_results(tiny_run, tmp_path, capsys) -> None:
     assert SLUG in md and "| paper |" in md
     assert "data:image/png;base64," in page  # self-contained figures
     assert list((tmp_path / "figures").glob(f"{SLUG}_tiny_*.png"))
+    assert (tmp_path / "figures" / "summary.png").is_file() and "summary.png" in md.split("## Verdicts")[0]
+    again = tmp_path / "again"
+    assert main(["report", "--results", str(out), "--out", str(again)]) == 0
+    assert (again / "REPORT.md").read_bytes() == (tmp_path / "REPORT.md").read_bytes()  # no clock inside
 
 
 def test_report_survives_corrupt_result(tiny_run, tmp_path, capsys) -> None:

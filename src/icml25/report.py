@@ -18,12 +18,15 @@ from typing import Any
 from icml25.catalog import PAPERS
 from icml25.core.claims import SCALES, CheckResult
 from icml25.core.results import ResultStore, StoredResult, atomic_write_text
-from icml25.core.runtime import environment, utc_now
+from icml25.core.runtime import environment
 
 __all__ = [
     "ReportOutput",
     "write_report",
     "build_blocks",
+    "HeadlineMargin",
+    "headline_margins",
+    "draw_summary_figure",
     "RESULT_BEGIN",
     "RESULT_END",
     "paper_result_table",
@@ -119,8 +122,9 @@ def _headline_row(stored: StoredResult, title: str) -> list[str]:
     metric, arm, op = crit_decl["metric"], crit_decl["arm"], crit_decl["op"]
     base_arm: str | None = crit_decl.get("other_arm")
     base_metric = crit_decl.get("other_metric") or metric
-    if base_arm is None and claim.get("headline_baseline"):
-        base_arm, _, base_metric = claim["headline_baseline"].partition(".")
+    stored_base = str(claim.get("headline_baseline") or "")
+    if base_arm is None and stored_base.partition(".")[2] == metric:  # like with like only
+        base_arm, _, base_metric = stored_base.partition(".")
     elif base_arm is None:
         base_arm = next((b for b in claim["baselines"] if metric in r.metrics.get(b, {})), None)
     ours_s = r.metrics.get(arm, {}).get(metric)
@@ -225,7 +229,110 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
         )
 
 
-def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -> list[Any]:
+def _run_span(stored: Sequence[StoredResult]) -> str:
+    """When the shown results were measured (from the results, never the clock: same input, same bytes)."""
+    starts = sorted(s.result.started_at for s in stored if s.result.started_at)
+    if not starts:
+        return "-"
+    return starts[0] if starts[0] == starts[-1] else f"{starts[0]} to {starts[-1]}"
+
+
+@dataclass(frozen=True)
+class HeadlineMargin:
+    """How far ours clears (> 0) or misses (< 0) the headline criterion, relative to its threshold.
+
+    For ``ours < baseline`` the threshold is the baseline's mean (times the criterion's factor), so
+    the margin reads "ours is 12 % below the baseline"; ``spread`` is ours' seed standard deviation
+    on the same relative scale.
+    """
+
+    slug: str
+    label: str
+    margin: float
+    spread: float
+    verdict: str
+
+
+def headline_margins(stored: Sequence[StoredResult]) -> list[HeadlineMargin]:
+    """One :class:`HeadlineMargin` per paper (largest-scale run) whose headline criterion was evaluated."""
+    out = []
+    for slug, runs in sorted(_pick(stored).items()):
+        r = runs[0].result
+        claim = r.claim
+        try:
+            criteria = claim["criteria"]
+            head = next((c for c in criteria if c["name"] == claim["headline"]), criteria[0])
+        except (KeyError, IndexError, TypeError):
+            continue
+        evaluated = next((c for c in r.criteria if c.name == head["name"]), None)
+        if evaluated is None and r.criteria:  # e.g. a tiny run: its first smoke criterion stands in
+            evaluated = r.criteria[0]
+            head = next((c for c in claim["criteria"] if c["name"] == evaluated.name), head)
+        if evaluated is None or evaluated.value is None or evaluated.threshold is None:
+            continue
+        value, threshold, op = evaluated.value, evaluated.threshold, evaluated.op
+        scale = abs(threshold) if threshold != 0 else max(abs(value), 1e-12)
+        sign = 1.0 if op in (">", ">=") else -1.0
+        margin = sign * (value - threshold) / scale
+        summary = r.metrics.get(head.get("arm", ""), {}).get(head.get("metric", ""))
+        spread = summary.std / scale if summary is not None and len(summary.values) > 1 else 0.0
+        other = head.get("other_arm")
+        versus = f"vs {other}" if other else f"{op} {threshold:.3g}"
+        label = f"{slug}\n{head['arm']} {versus}"
+        out.append(HeadlineMargin(slug, label, float(margin), float(spread), str(r.verdict)))
+    return out
+
+
+_VERDICT_COLORS = {"reproduced": "#27ae60", "not reproduced": "#c0392b"}
+
+
+def draw_summary_figure(margins: Sequence[HeadlineMargin], path: Path) -> Path:
+    """A bar per paper: its headline margin (clipped to ±100 %, the true value printed), seed spread
+    as an error bar, coloured by verdict. Written to ``path`` (PNG)."""
+    from icml25.core.plotting import new_figure
+
+    height = 0.9 + 0.42 * max(len(margins), 1)
+    fig, ax = new_figure(width=7.5, height=height)
+    ys = list(range(len(margins)))[::-1]
+    for y, m in zip(ys, margins, strict=True):
+        shown = max(-1.0, min(1.0, m.margin))
+        color = _VERDICT_COLORS.get(m.verdict, "#7f8c8d")
+        ax.barh(y, shown, color=color, height=0.6)
+        if m.spread > 0:
+            ax.errorbar(shown, y, xerr=min(m.spread, 1.0), color="black", capsize=3, lw=1)
+        ax.annotate(
+            f"{m.margin:+.1%}",
+            (shown, y),
+            xytext=(4 if shown >= 0 else -4, 0),
+            textcoords="offset points",
+            ha="left" if shown >= 0 else "right",
+            va="center",
+            fontsize=7,
+        )
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, [m.label for m in margins], fontsize=7)
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_xlabel("headline margin: how far ours clears (+) or misses (−) the criterion, relative")
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(color=c, label=v) for v, c in (*_VERDICT_COLORS.items(), ("inconclusive / other", "#7f8c8d"))
+    ]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+SUMMARY_FIGURE = "summary.png"
+
+
+def build_blocks(
+    stored: Sequence[StoredResult], problems: Sequence[str] = (), summary_figure: Path | None = None
+) -> list[Any]:
     doc = _Doc()
     by_slug = _pick(stored)
     titles = {p.slug: p.title for p in PAPERS}
@@ -256,6 +363,17 @@ def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -
             [_safe_headline_row(runs[0], titles.get(slug, slug)) for slug, runs in sorted(by_slug.items())],
         ),
     )
+    if summary_figure is not None:
+        doc.blocks.insert(
+            2,
+            Figure(
+                summary_figure,
+                SUMMARY_FIGURE,
+                "Every checked paper at a glance: how far our method clears (+) or misses (−) its "
+                "headline criterion (against the named baseline, or the threshold), relative to that "
+                "baseline or threshold; error bars are our seed standard deviation; colour is the verdict.",
+            ),
+        )
     status_rows = []
     for p in PAPERS:
         runs = by_slug.get(p.slug)
@@ -285,8 +403,9 @@ def build_blocks(stored: Sequence[StoredResult], problems: Sequence[str] = ()) -
     doc.add(
         Heading("Environment", 2, "environment"),
         Para(
-            f"Generated {utc_now()} on {env['platform']} ({env['cpu_count']} CPUs, {env['device']}); "
-            f"Python {env['python']}; {versions}. Results measured at commits: {', '.join(commits) or '-'}.",
+            f"Built from results started {_run_span(stored)} on {env['platform']} ({env['cpu_count']} "
+            f"CPUs, {env['device']}); Python {env['python']}; {versions}. Results measured at commits: "
+            f"{', '.join(commits) or '-'}.",
             "small",
         ),
     )
@@ -386,17 +505,19 @@ def render_html(blocks: Sequence[Any]) -> str:
 def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
     """Render every stored result into ``out_dir``; unreadable results are skipped and listed."""
     stored, problems = store.scan()
-    blocks = build_blocks(stored, problems)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         fig_dir = out_dir / "figures"
         fig_dir.mkdir(exist_ok=True)
         slugs = {p.slug for p in PAPERS} | {s.result.slug for s in stored}
         for old in fig_dir.glob("*.png"):  # remove only figures an earlier report wrote
-            if any(old.name.startswith(f"{slug}_") for slug in slugs):
+            if old.name == SUMMARY_FIGURE or any(old.name.startswith(f"{slug}_") for slug in slugs):
                 old.unlink()
+        margins = headline_margins(stored)
+        summary = draw_summary_figure(margins, fig_dir / SUMMARY_FIGURE) if margins else None
+        blocks = build_blocks(stored, problems, summary_figure=summary)
         for b in blocks:
-            if isinstance(b, Figure):
+            if isinstance(b, Figure) and b.source.resolve() != (fig_dir / b.name).resolve():
                 shutil.copyfile(b.source, fig_dir / b.name)
         md, page = out_dir / "REPORT.md", out_dir / "index.html"
         atomic_write_text(md, render_markdown(blocks))
