@@ -174,3 +174,10 @@ def test_criterion_on_a_metric_one_arm_skipped_is_named_in_the_notes(monkeypatch
     assert r.verdict.kind is VerdictKind.INCONCLUSIVE
     assert "criterion 'beats' lacks metric baseline.acc_n32: 'baseline' did not report it" in r.notes
     assert not any("'high'" in n for n in r.notes)
+
+
+def test_our_setup_names_the_settings_a_run_changed(toy_check) -> None:
+    plain = toy_check.run("small", n_seeds=1)
+    assert "changed" not in plain.claim.get("setup_notes", "")
+    r = toy_check.run("small", n_seeds=1, overrides={"effect": 2.5})
+    assert "This run changed the small preset: effect=2.5." in r.claim["setup_notes"]

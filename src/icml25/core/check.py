@@ -189,6 +189,20 @@ class ClaimCheck(Generic[C]):
             store.commit(result, run_dir)
         return result
 
+    def _claim_record(self, claim: Claim, config: C, scale: str) -> dict[str, Any]:
+        """The claim as stored with a result; "our setup" says which preset settings this run changed."""
+        record = claim_to_json(claim)
+        preset = self.presets.get(scale)
+        if preset is not None and dataclasses.is_dataclass(config) and dataclasses.is_dataclass(preset):
+            changed = _changed_settings(config_to_dict(preset), config_to_dict(config))
+            if changed:
+                record["setup_notes"] = (
+                    f"{record.get('setup_notes') or ''} This run changed the {scale} preset: "
+                    + ", ".join(changed)
+                    + "."
+                ).strip()
+        return record
+
     def _run(
         self, config: C, scale: str, seeds: list[int], ctx: RunContext, run_id: str, started_at: str
     ) -> CheckResult:
@@ -239,7 +253,7 @@ class ClaimCheck(Generic[C]):
             slug=self.slug,
             scale=scale,
             seeds=tuple(seeds[: len(outcomes)]),
-            claim=claim_to_json(claim),
+            claim=self._claim_record(claim, config, scale),
             metrics=metrics,
             criteria=criteria,
             verdict=verdict,
@@ -252,6 +266,18 @@ class ClaimCheck(Generic[C]):
             notes=tuple(dict.fromkeys(notes)),
             run_id=run_id,
         )
+
+
+def _changed_settings(preset: Any, config: Any, prefix: str = "") -> list[str]:
+    """``key=value`` for every (nested) config field that differs from the preset."""
+    out = []
+    for key, value in config.items():
+        before = preset.get(key) if isinstance(preset, Mapping) else None
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            out += _changed_settings(before, value, f"{prefix}{key}.")
+        elif value != before:
+            out.append(f"{prefix}{key}={value!r}")
+    return out
 
 
 def _unmeasured_notes(
