@@ -233,7 +233,7 @@ def test_show_prints_the_criteria_judged_for_the_small_preset(monkeypatch, capsy
 
     def claim_for(self, config):
         probe = Criterion("probe", arm=self.claim.ours, metric=f"probe_p{config.p}", op=">", threshold=0.0)
-        return dataclasses.replace(self.claim, criteria=(probe,), headline=None)
+        return dataclasses.replace(self.claim, criteria=(probe,), headline=None, headline_baseline=None)
 
     monkeypatch.setattr(check_class, "claim_for", claim_for)
     small_p = get_paper(SLUG).load_check().config("small").p

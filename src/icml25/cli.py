@@ -273,6 +273,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         results.append(result)
         if main and not args.json:
             _print_result(result)
+            if store is not None:
+                run_dir = store.root / result.slug / result.scale / result.run_id
+                figures = f" with {len(result.figures)} figure(s)" if result.figures else ""
+                print(f"result{figures} written to {run_dir}")
     if main and args.json:
         json.dump([_result_row(r) for r in results], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

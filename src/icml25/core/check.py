@@ -88,8 +88,14 @@ class RunContext:
         self.figures: list[FigureRef] = []
 
     def progress(self, task: str, done: int, total: int | None = None) -> None:
-        label = task if self.seed is None else f"seed {self.seed} {task}"
-        self._reporter.update(label, done, total)
+        """Report the current task (name it by what it does: ``"train tarflow"``), ``done`` of ``total``."""
+        self._reporter.update(task, done, total)
+
+    def start_seed(self, index: int, n_seeds: int, seed: int) -> None:
+        self.seed = seed
+        starter = getattr(self._reporter, "start_seed", None)
+        if starter is not None:  # a reporter written before seeds were announced still works
+            starter(index, n_seeds, seed)
 
     def log(self, message: str) -> None:
         self._reporter.log(message)
@@ -210,8 +216,8 @@ class ClaimCheck(Generic[C]):
         outcomes: list[SeedOutcome] = []
         missing: str | None = None
         notes: list[str] = []
-        for seed in seeds:
-            ctx.seed = seed
+        for index, seed in enumerate(seeds):
+            ctx.start_seed(index, len(seeds), seed)
             seed_everything(seed)
             try:
                 outcome = self.run_seed(config, seed, ctx)

@@ -278,10 +278,10 @@ class MultiRewardPolicyEvalCheck(ClaimCheck[MRPEConfig]):
             speedups.append(speedup)
             series[cell] = {"U_star": alloc.value, "predicted_speedup": speedup}
             finals: dict[str, float] = {}
-            for k, (arm, agent) in enumerate(agents.items()):
+            for arm, agent in agents.items():
 
-                def report(t: int, T: int, k: int = k, cell: str = cell) -> None:
-                    ctx.progress(f"{cell} arm {k}", t, T)
+                def report(t: int, T: int, arm: str = arm, cell: str = cell) -> None:
+                    ctx.progress(f"{cell} {arm}", t, T)
 
                 run = run_pe_experiment(
                     mdp,
