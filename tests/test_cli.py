@@ -240,3 +240,28 @@ def test_show_prints_the_criteria_judged_for_the_small_preset(monkeypatch, capsy
     assert main(["show", SLUG, "--results", "/nonexistent"]) == 0
     out = capsys.readouterr().out
     assert f"probe_p{small_p}" in out and "as judged for the small preset" in out
+
+
+def test_checks_in_parallel_processes_share_one_store(tmp_path, capsys) -> None:
+    slugs = ["lexicographic_morl", "multi_reward_policy_eval"]  # the two quickest tiny checks
+    code = main(["check", *slugs, "--scale", "tiny", "--jobs", "2", "--json", "--out", str(tmp_path)])
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["slug"] for r in rows] == slugs and code in (0, 1)
+    for slug in slugs:
+        assert len(list((tmp_path / slug / "tiny").iterdir())) == 1
+
+
+def test_checks_through_submitit_local_executor(tmp_path, capsys) -> None:
+    pytest.importorskip("submitit")
+    quick = "lexicographic_morl"
+    args = ["check", quick, "--scale", "tiny", "--executor", "submitit", "--submitit-cluster", "local"]
+    args += ["--json", "--out", str(tmp_path / "res"), "--submitit-folder", str(tmp_path / "logs")]
+    code = main(args)
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["slug"] == quick and code in (0, 1)
+    assert list((tmp_path / "res" / quick / "tiny").iterdir()) and any((tmp_path / "logs").iterdir())
+
+
+def test_jobs_must_be_positive(capsys) -> None:
+    assert main(["check", SLUG, "--scale", "tiny", "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err

@@ -32,6 +32,8 @@ CHECK_EPILOG = """examples:
   icml25 check rfm_grokking --scale tiny --seeds 1
   icml25 check rfm_grokking --set p=41 --set iters=20
   icml25 check --all --json > results.json
+  icml25 check --all --jobs 2                    # two checks at a time, threads shared out
+  icml25 check --all --executor submitit         # one SLURM job per check (local without SLURM)
 """
 BENCH_EPILOG = """examples:
   icml25 bench condensed_sparse_solver           # the paper's speed comparison, as a table
@@ -261,6 +263,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         check = paper.load_check()
         check.config(args.scale, overrides)
         checks.append(check)
+    if args.jobs < 1:
+        raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    if (args.jobs > 1 or args.executor == "submitit") and get_accelerator() is not None:
+        raise CliError("--jobs/--executor cannot be combined with a multi-process (accelerate) launch")
+    if args.jobs > 1 or args.executor == "submitit":
+        assert store is not None
+        results = _run_elsewhere(args, [c.slug for c in checks], overrides, store)
+        return _finish(args, results, main=True)
     results = []
     for check in checks:
         reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet or not main)
@@ -277,18 +287,48 @@ def cmd_check(args: argparse.Namespace) -> int:
                 run_dir = store.root / result.slug / result.scale / result.run_id
                 figures = f" with {len(result.figures)} figure(s)" if result.figures else ""
                 print(f"result{figures} written to {run_dir}")
+    accelerator = get_accelerator()
+    if accelerator is not None:
+        accelerator.wait_for_everyone()  # no process leaves (and is reaped) while another still trains
+        if not main:
+            return EXIT_OK  # the main process's exit code carries the verdict
+    return _finish(args, results, main=main)
+
+
+def _finish(args: argparse.Namespace, results: list[Any], *, main: bool) -> int:
     if main and args.json:
         json.dump([_result_row(r) for r in results], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     elif main and len(results) > 1:
         for r in results:
             print(f"{r.slug:28s} {r.scale:6s} {str(r.verdict):16s} {r.wall_time_s:8.1f} s")
-    accelerator = get_accelerator()
-    if accelerator is not None:
-        accelerator.wait_for_everyone()  # no process leaves (and is reaped) while another still trains
-        if not main:
-            return EXIT_OK  # the main process's exit code carries the verdict
     return EXIT_OK if all(_succeeded(r) for r in results) else EXIT_NOT_REPRODUCED
+
+
+def _run_elsewhere(args: argparse.Namespace, slugs: list[str], overrides: Any, store: Any) -> list[Any]:
+    """``--jobs N`` (a local process pool) or ``--executor submitit``; each worker stores its result."""
+    from icml25.core.parallel import CheckJob, run_in_processes, run_with_submitit, threads_per_job
+
+    workers = min(args.jobs, len(slugs))
+    threads = threads_per_job(workers)
+    jobs = [CheckJob(s, args.scale, args.seeds, dict(overrides), str(store.root), threads) for s in slugs]
+
+    def done(result: Any) -> None:
+        if not args.quiet:
+            print(
+                f"[{result.slug} {result.scale}] {result.verdict} in {result.wall_time_s:.0f} s "
+                f"(run {result.run_id})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    if not args.quiet:
+        where = "submitit" if args.executor == "submitit" else f"{workers} local process(es)"
+        print(f"running {len(jobs)} check(s) on {where}, {threads} thread(s) each", file=sys.stderr)
+    if args.executor == "submitit":
+        folder = Path(args.submitit_folder or store.root / ".submitit")
+        return run_with_submitit(jobs, folder, cluster=args.submitit_cluster, on_done=done)
+    return run_in_processes(jobs, workers, on_done=done)
 
 
 def _succeeded(result: Any) -> bool:
@@ -414,6 +454,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--json", action="store_true", help="print a JSON array of results on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="run checks in N local processes (threads shared)"
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "submitit"),
+        default="local",
+        help="submitit: one job per check (SLURM when available, else submitit's local executor)",
+    )
+    p.add_argument("--submitit-folder", metavar="DIR", help="submitit logs (default: <results>/.submitit)")
+    p.add_argument(
+        "--submitit-cluster", choices=("slurm", "local", "debug"), help="force submitit's executor kind"
+    )
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(

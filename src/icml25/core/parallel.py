@@ -1,0 +1,99 @@
+"""Run several claim checks at once: in local processes, or through ``submitit`` (SLURM or local).
+
+``icml25 check --all --jobs N`` hands each check to a ``concurrent.futures`` process pool of N
+workers, each limited to ``cpu_count // N`` torch threads; ``--executor submitit`` submits each
+check as one ``submitit`` job instead (a SLURM cluster when there is one, else submitit's local
+executor). Every worker writes into the same results store (its writes are atomic), and the parent
+collects the results. Nothing here schedules: the pool and submitit do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from icml25.core.claims import CheckResult
+
+__all__ = ["CheckJob", "run_check_job", "run_in_processes", "run_with_submitit", "threads_per_job"]
+
+EXECUTORS = ("local", "submitit")
+
+
+@dataclass(frozen=True)
+class CheckJob:
+    """One check to run: everything a worker process needs, and nothing that cannot be pickled."""
+
+    slug: str
+    scale: str
+    n_seeds: int | None
+    overrides: Mapping[str, Any]
+    results_dir: str
+    threads: int
+
+
+def threads_per_job(jobs: int, cpus: int | None = None) -> int:
+    """Torch threads for each of ``jobs`` concurrent checks: the cores shared out, at least one."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    return max(1, (cpus or os.cpu_count() or 1) // jobs)
+
+
+def run_check_job(job: CheckJob) -> dict[str, Any]:
+    """Run one check in this process and store its result; returns the result as JSON (picklable)."""
+    os.environ["ICML25_THREADS"] = str(job.threads)
+    from icml25.catalog import get_paper
+    from icml25.core.results import ResultStore
+
+    check = get_paper(job.slug).load_check()
+    store = ResultStore(Path(job.results_dir))
+    result = check.run(job.scale, n_seeds=job.n_seeds, overrides=dict(job.overrides), store=store)
+    return result.to_json()
+
+
+def run_in_processes(
+    jobs: Sequence[CheckJob], workers: int, on_done: Callable[[CheckResult], None] | None = None
+) -> list[CheckResult]:
+    """Run ``jobs`` in a pool of ``workers`` fresh (spawned) processes; results in the jobs' order."""
+    results: dict[int, CheckResult] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures: dict[Future[dict[str, Any]], int] = {
+            pool.submit(run_check_job, job): i for i, job in enumerate(jobs)
+        }
+        for future in as_completed(futures):
+            result = CheckResult.from_json(future.result())
+            results[futures[future]] = result
+            if on_done is not None:
+                on_done(result)
+    return [results[i] for i in range(len(jobs))]
+
+
+def run_with_submitit(
+    jobs: Sequence[CheckJob],
+    folder: str | os.PathLike[str],
+    *,
+    cluster: str | None = None,
+    timeout_min: int = 60,
+    on_done: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    """Submit each job through ``submitit.AutoExecutor`` (SLURM if present; ``cluster="local"`` forces
+    the local executor) and wait for all; results in the jobs' order. Logs go to ``folder``."""
+    try:
+        import submitit
+    except ImportError as err:
+        raise ImportError("--executor submitit needs the submitit package: pip install submitit") from err
+    executor = submitit.AutoExecutor(folder=str(folder), cluster=cluster)
+    threads = max((job.threads for job in jobs), default=1)
+    executor.update_parameters(timeout_min=timeout_min, cpus_per_task=threads, name="icml25-check")
+    handles = [executor.submit(run_check_job, job) for job in jobs]
+    results = []
+    for handle in handles:
+        result = CheckResult.from_json(handle.result())
+        results.append(result)
+        if on_done is not None:
+            on_done(result)
+    return results
