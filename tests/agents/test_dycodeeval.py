@@ -305,7 +305,7 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
     result = CHECK.run(
         "full",
         seeds=[0],
-        overrides={"backend": "simulated", "n_problems": 2, "context_num": 1, "preservation_check": False},
+        overrides={"model": "simulated", "n_problems": 2, "context_num": 1, "preservation_check": False},
     )
     assert result.metrics["dycodeeval"]["proposed"].mean == 2
     assert "inflation_leaked" in result.metrics["static"]
@@ -380,4 +380,4 @@ def test_roles_from_an_openai_compatible_endpoint_end_to_end(
 
 def test_an_endpoint_cannot_be_the_fine_tuned_code_model() -> None:
     with pytest.raises(ValueError, match="roles_model"):
-        CHECK.config("tiny", {"backend": "openai:some-model"})
+        CHECK.config("tiny", {"model": "openai:some-model"})

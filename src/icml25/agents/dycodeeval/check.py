@@ -84,11 +84,11 @@ class DyCodeEvalCheckConfig:
     """One configuration of the contamination check.
 
     Args:
-        backend: the code model, which the check fine-tunes, so it needs weights:
+        model: the code model, which the check fine-tunes, so it needs weights:
             ``"smollm2-135m-instruct"`` (any name or folder ``load_causal_lm`` accepts) or
             ``"simulated"`` (template-control roles and a simulated code-model pair: smoke only).
         roles_model: the model that plays the four roles (proposer, context, rewriter, validator);
-            ``""`` = the ``backend`` model. Any ``load_chat_model`` spec: a local name or folder, or
+            ``""`` = the ``model``. Any ``load_chat_model`` spec: a local name or folder, or
             ``"openai:NAME"`` for an OpenAI-compatible endpoint (``OPENAI_BASE_URL`` /
             ``OPENAI_API_KEY``; the key is never stored or printed).
         n_problems: seed problems (the shortest HumanEval problems).
@@ -103,7 +103,7 @@ class DyCodeEvalCheckConfig:
             preservation; our check).
     """
 
-    backend: str = "smollm2-135m-instruct"
+    model: str = "smollm2-135m-instruct"
     roles_model: str = ""
     n_problems: int = 8
     leak_fraction: float = 0.5
@@ -123,10 +123,10 @@ class DyCodeEvalCheckConfig:
     preservation_check: bool = True
 
     def __post_init__(self) -> None:
-        if self.backend.startswith("openai:"):
+        if self.model.startswith("openai:"):
             raise ValueError(
-                f"backend: {self.backend!r} is an endpoint, but the code model is fine-tuned and needs "
-                f"weights; keep backend a local model and set roles_model={self.backend!r} to let the "
+                f"model: {self.model!r} is an endpoint, but the code model is fine-tuned and needs "
+                f"weights; keep model a local one and set roles_model={self.model!r} to let the "
                 "endpoint play the roles"
             )
         if self.n_problems < 2:
@@ -210,10 +210,10 @@ CLAIM = Claim(
 
 
 @functools.cache
-def _load(backend: str) -> tuple[Any, Any]:
+def _load(model: str) -> tuple[Any, Any]:
     from icml25.llm.models import load_causal_lm
 
-    return load_causal_lm(backend)
+    return load_causal_lm(model)
 
 
 def _roles_model(spec: str) -> ChatModel:
@@ -268,7 +268,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
     claim = CLAIM
     presets = {
         "tiny": DyCodeEvalCheckConfig(
-            backend="simulated", n_problems=4, context_num=1, preservation_check=False
+            model="simulated", n_problems=4, context_num=1, preservation_check=False
         ),
         "small": DyCodeEvalCheckConfig(),
         "full": DyCodeEvalCheckConfig(
@@ -292,11 +292,11 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
     def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
         """The claim with "our setup" naming the models that actually run under ``config``."""
         default = DyCodeEvalCheckConfig()
-        if (config.backend, config.roles_model) == (default.backend, default.roles_model):
+        if (config.model, config.roles_model) == (default.model, default.roles_model):
             return self.claim
-        code = "simulated code models" if config.backend == "simulated" else f"{config.backend} (code model)"
+        code = "simulated code models" if config.model == "simulated" else f"{config.model} (code model)"
         roles = config.roles_model or (
-            "template-control roles" if config.backend == "simulated" else f"{config.backend} (roles)"
+            "template-control roles" if config.model == "simulated" else f"{config.model} (roles)"
         )
         return dataclasses.replace(
             self.claim,
@@ -320,19 +320,19 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
 
         # -- models ---------------------------------------------------------------------------
         losses: list[float] = []
-        if config.backend == "simulated":
+        if config.model == "simulated":
             roles: ChatModel = template_role_model()
             clean, dirty = _simulated_code_models(leaked)
-            notes.append("backend: template control roles + simulated code models (smoke only)")
+            notes.append("model: template control roles + simulated code models (smoke only)")
         else:
             try:
-                model, tokenizer = _load(config.backend)
+                model, tokenizer = _load(config.model)
             except (ImportError, FileNotFoundError, OSError) as err:
-                raise NeedsResource("llm", f"cannot load {config.backend}: {err}") from err
+                raise NeedsResource("llm", f"cannot load {config.model}: {err}") from err
             from icml25.llm.local import LocalChatModel
 
             roles = clean = LocalChatModel(
-                model, tokenizer, name=f"local:{config.backend}", batch_size=config.batch_size
+                model, tokenizer, name=f"local:{config.model}", batch_size=config.batch_size
             )
 
             tuned, losses = contaminate(
@@ -345,10 +345,10 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                 progress=lambda step, total: ctx.progress("fine-tune", step, total),
             )
             dirty = LocalChatModel(
-                tuned, tokenizer, name=f"local:{config.backend}+leak", batch_size=config.batch_size
+                tuned, tokenizer, name=f"local:{config.model}+leak", batch_size=config.batch_size
             )
             notes.append(
-                f"backend: {config.backend} (roles and code model); contaminated by full fine-tuning"
+                f"model: {config.model} (roles and code model); contaminated by full fine-tuning"
             )
 
         if config.roles_model:
