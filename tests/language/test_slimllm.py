@@ -392,3 +392,10 @@ def test_sparsity_override_yields_criteria_the_check_measures() -> None:
     assert len(results) == 14 and all("not measured" not in r.reason for r in results), [
         r.reason for r in results
     ]
+
+
+def test_check_refuses_an_endpoint_with_a_reason() -> None:
+    from icml25.language.slimllm.check import CHECK
+
+    with pytest.raises(ValueError, match="needs the weights"):
+        CHECK.config("tiny", {"model": "openai:gpt-x"})

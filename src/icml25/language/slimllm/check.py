@@ -90,6 +90,11 @@ class SlimLLMCheckConfig:
     ablations: bool = False
 
     def __post_init__(self) -> None:
+        if self.model.startswith("openai:"):
+            raise ValueError(
+                f"SlimLLMCheckConfig.model: {self.model!r} is an endpoint, but pruning needs the weights; "
+                "pass a local Hugging Face folder, a .gguf file or a pruned folder"
+            )
         if not self.sparsities:
             raise ValueError("SlimLLMCheckConfig.sparsities must be a non-empty tuple")
         for i, s in enumerate(self.sparsities):
