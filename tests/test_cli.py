@@ -265,3 +265,135 @@ def test_checks_through_submitit_local_executor(tmp_path, capsys) -> None:
 def test_jobs_must_be_positive(capsys) -> None:
     assert main(["check", SLUG, "--scale", "tiny", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
+
+
+# -- issue 16: stored results are untrusted; bad arguments; Ctrl-C ---------------------------------
+
+
+def _copy_results(tiny_run, tmp_path: Path) -> tuple[Path, Path]:
+    import shutil
+
+    _, out = tiny_run
+    results = tmp_path / "results"
+    shutil.copytree(out, results)
+    run_dir = next((results / SLUG / "tiny").iterdir())
+    return results, run_dir
+
+
+def _edit_result(run_dir: Path, **changes: object) -> dict:
+    data = json.loads((run_dir / "result.json").read_text())
+    data.update(changes)
+    (run_dir / "result.json").write_text(json.dumps(data))
+    return data
+
+
+def test_report_never_writes_outside_out(tiny_run, tmp_path, capsys) -> None:
+    results, run_dir = _copy_results(tiny_run, tmp_path)
+    figure = {"file": "evil.png", "caption": "x"}
+    # a result whose slug climbs out, with a real figure, placed where the slug says
+    evil = results / "x" / "tiny" / run_dir.name
+    evil.mkdir(parents=True)
+    data = json.loads((run_dir / "result.json").read_text())
+    data.update(slug="../../x", figures=[figure])
+    (evil / "result.json").write_text(json.dumps(data))
+    (evil / "evil.png").write_bytes(b"\x89PNG")
+    # and a figure that is a symlink to a file outside the run folder
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"secret")
+    (run_dir / "leak.png").symlink_to(secret)
+    _edit_result(run_dir, figures=[{"file": "leak.png", "caption": "leak"}])
+    out = tmp_path / "a" / "b" / "rep"
+    assert main(["report", "--results", str(results), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "slug" in err and str(evil / "result.json") in err
+    written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
+    assert not any(p.name.endswith("evil.png") and not str(p).startswith("results") for p in written)
+    assert not any(p.name.endswith("leak.png") for p in (out / "figures").iterdir())
+
+
+def test_report_and_show_carry_no_html_or_terminal_escapes(tiny_run, tmp_path, capsys) -> None:
+    results, run_dir = _copy_results(tiny_run, tmp_path)
+    data = json.loads((run_dir / "result.json").read_text())
+    data["claim"]["statement"] = "<script>alert(1)</script> \x1b]0;pwned\x07\x1b[31mred"
+    data["notes"] = ["<img src=x onerror=alert(1)>"]
+    data["criteria"][0]["name"] = "\x1b[2J<b>bold</b>"
+    (run_dir / "result.json").write_text(json.dumps(data))
+    out = tmp_path / "rep"
+    assert main(["report", "--results", str(results), "--out", str(out)]) == 0
+    md = (out / "REPORT.md").read_text()
+    assert "<script" not in md and "<img" not in md and "<b>" not in md and "\x1b" not in md
+    assert "&lt;script" in md
+    page = (out / "index.html").read_text()
+    assert "<script" not in page and "<img src=x" not in page
+    capsys.readouterr()
+    assert main(["show", SLUG, "--results", str(results)]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\x07" not in shown
+
+
+def test_tampered_verdict_is_recomputed_in_list_and_report(tiny_run, tmp_path, capsys) -> None:
+    results, run_dir = _copy_results(tiny_run, tmp_path)
+    data = json.loads((run_dir / "result.json").read_text())
+    for c in data["criteria"]:
+        c.update(value=0.0, threshold=1.0, op=">", passed=True)
+    _edit_result(run_dir, criteria=data["criteria"], verdict="reproduced")
+    assert main(["list", "--json", "--results", str(results)]) == 0
+    captured = capsys.readouterr()
+    row = next(r for r in json.loads(captured.out) if r["slug"] == SLUG)
+    assert row["last_verdict"] == "inconclusive"  # tiny never judges, whatever the file says
+    assert "disagrees" in captured.err and str(run_dir) in captured.err
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
+    assert "reproduced**" not in (tmp_path / "rep" / "REPORT.md").read_text().replace("not reproduced", "")
+
+
+def test_report_tolerates_a_concurrent_report(tiny_run, tmp_path, monkeypatch) -> None:
+    results, _ = _copy_results(tiny_run, tmp_path)
+    out = tmp_path / "rep"
+    assert main(["report", "--results", str(results), "--out", str(out)]) == 0
+    real_unlink = Path.unlink
+
+    def raced(self: Path, missing_ok: bool = False) -> None:  # the other report deleted it first
+        real_unlink(self, missing_ok=True)
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", raced)
+    assert main(["report", "--results", str(results), "--out", str(out)]) == 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", SLUG, "--seeds", "1000000000", "--scale", "tiny"], "--seeds"),
+        (["check", SLUG, "--scale", "tiny", "--out", ""], "--out"),
+        (["report", "--out", ""], "--out"),
+        (["list", "--results", ""], "--results"),
+    ],
+)
+def test_bad_sizes_and_empty_folders_are_one_line_errors(args, message, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_while_starting_is_one_line(monkeypatch, capsys) -> None:
+    import icml25.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.strip() == "icml25: interrupted"
+
+
+def test_ctrl_c_after_the_result_is_stored_says_so(monkeypatch, tmp_path, capsys) -> None:
+    import icml25.cli as cli
+
+    def interrupted(result: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_print_result", interrupted)
+    assert main(["check", SLUG, "--scale", "tiny", "--quiet", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("icml25: interrupted; already stored:") and str(tmp_path) in err
+    assert len(err.splitlines()) == 1

@@ -460,6 +460,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="ConfOpt-ThreeAtom, EGNN and a softmax-attention pair transformer",
         tags=("stochastic", "gpu", "slow", "simulated"),
+        status="checked",
+        extra="life",
     ),
     Paper(
         slug="l_diffusion",
@@ -602,6 +604,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="standard GPT-2-style transformer",
         tags=("stochastic", "gpu", "slow"),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="econ",
@@ -693,6 +697,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="direct-answer training and TP with RoPE/NoPE/ALiBi positions",
         tags=("stochastic", "gpu", "slow"),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="h_tuning",

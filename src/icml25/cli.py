@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from icml25.catalog import PAPERS, Paper, UnknownSlugError, get_paper
 
 EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_ERROR = 0, 1, 2
+MAX_SEEDS = 1000  # --seeds above this is a typo, not an experiment
 
 LIST_EPILOG = """examples:
   icml25 list
@@ -57,10 +58,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _store(path: str | None) -> Any:
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C after something was already stored: the message says what."""
+
+
+def _folder_arg(flag: str, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise CliError(f"{flag} must name a directory, got an empty string")
+    return value
+
+
+def _store(path: str | None, flag: str = "--results") -> Any:
     from icml25.core.results import DEFAULT_RESULTS_DIR, ResultStore
 
-    return ResultStore(Path(path) if path else DEFAULT_RESULTS_DIR)
+    path = _folder_arg(flag, path)
+    return ResultStore(Path(path) if path else DEFAULT_RESULTS_DIR, known_slugs={p.slug for p in PAPERS})
+
+
+def term_safe(text: str) -> str:
+    """``text`` without terminal control sequences (ESC, C0/C1 controls, DEL); newlines and tabs stay."""
+    return "".join(
+        ch if ch in "\n\t" or not (ord(ch) < 32 or 127 <= ord(ch) < 160) else "\N{REPLACEMENT CHARACTER}"
+        for ch in text
+    )
+
+
+def _rich_safe(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(term_safe(text))
 
 
 def _last_verdict(store: Any, paper: Paper) -> tuple[str | None, str | None]:
@@ -93,6 +119,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
+        _print_store_warnings(store)
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
@@ -102,9 +129,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         verdict = f"{r['last_verdict']} ({r['last_scale']})" if r["last_verdict"] else "-"
-        table.add_row(r["slug"], r["domain"], r["seed"], r["status"], verdict, r["title"])
+        cells = (r["slug"], r["domain"], r["seed"], r["status"], verdict, r["title"])
+        table.add_row(*(_rich_safe(str(x)) for x in cells))
     Console(width=max(140, Console().width)).print(table)
+    _print_store_warnings(store)
     return EXIT_OK
+
+
+def _print_store_warnings(store: Any) -> None:
+    """One line on stderr per stored result that was flagged or skipped (each names its file)."""
+    found, problems = store.scan()
+    for message in [w for s in found for w in s.warnings] + problems:
+        print(f"warning: {term_safe(message)}", file=sys.stderr)
 
 
 # -- show ---------------------------------------------------------------------------------------
@@ -152,9 +188,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             value = "-" if c.value is None else f"{c.value:.4g}"
             thr = "-" if c.threshold is None else f"{c.threshold:.4g}"
             out.append(f"    {mark:4s} {c.name}: {value} {c.op} {thr}")
+        out += [f"  warning: {w}" for w in stored.warnings]
     if readme.is_file():
         out += ["", readme.read_text(encoding="utf-8").rstrip()]
-    print("\n".join(out))
+    print(term_safe("\n".join(out)))
     return EXIT_OK
 
 
@@ -250,12 +287,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set or [])
     if args.quiet:
         _quiet_third_party()
-    if args.seeds is not None and args.seeds < 1:
-        raise CliError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        raise CliError(f"--seeds must be between 1 and {MAX_SEEDS}, got {args.seeds}")
     # under `accelerate launch` every process runs the check (training splits each batch across
     # them); only the main process stores the result and prints
     main = is_main_process()
-    store = _store(args.out) if main else None
+    store = _store(args.out, "--out") if main else None
     if store is not None:
         store.ensure_writable()
     checks = []
@@ -272,21 +309,29 @@ def cmd_check(args: argparse.Namespace) -> int:
         results = _run_elsewhere(args, [c.slug for c in checks], overrides, store)
         return _finish(args, results, main=True)
     results = []
-    for check in checks:
-        reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet or not main)
-        try:
-            result = check.run(
-                args.scale, n_seeds=args.seeds, overrides=overrides, store=store, reporter=reporter
-            )
-        finally:
-            reporter.close()
-        results.append(result)
-        if main and not args.json:
-            _print_result(result)
-            if store is not None:
-                run_dir = store.root / result.slug / result.scale / result.run_id
-                figures = f" with {len(result.figures)} figure(s)" if result.figures else ""
-                print(f"result{figures} written to {run_dir}")
+    stored_dirs: list[str] = []
+    try:
+        for check in checks:
+            reporter = make_reporter(f"[{check.slug} {args.scale}] ", quiet=args.quiet or not main)
+            try:
+                result = check.run(
+                    args.scale, n_seeds=args.seeds, overrides=overrides, store=store, reporter=reporter
+                )
+            finally:
+                reporter.close()
+            results.append(result)
+            run_dir = None if store is None else store.root / result.slug / result.scale / result.run_id
+            if run_dir is not None:
+                stored_dirs.append(str(run_dir))
+            if main and not args.json:
+                _print_result(result)
+                if run_dir is not None:
+                    figures = f" with {len(result.figures)} figure(s)" if result.figures else ""
+                    print(f"result{figures} written to {run_dir}")
+    except KeyboardInterrupt as err:
+        if stored_dirs:
+            raise _Interrupted(f"; already stored: {', '.join(stored_dirs)}") from err
+        raise
     accelerator = get_accelerator()
     if accelerator is not None:
         accelerator.wait_for_everyone()  # no process leaves (and is reaped) while another still trains
@@ -357,6 +402,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from icml25.report import sync_paper_readmes, write_report
 
     store = _store(args.results)
+    out_dir = _folder_arg("--out", args.out)
     if args.sync_readmes:
         changed = sync_paper_readmes(store.root)
         for path in changed:
@@ -367,11 +413,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise CliError(
             f"no results directory at {str(store.root)!r} (run `icml25 check` first, or pass --results)"
         )
-    out = write_report(store, Path(args.out))
+    assert out_dir is not None
+    out = write_report(store, Path(out_dir))
     print(f"wrote {out.markdown} and {out.html} ({out.n_results} results", end="")
     print(f", {len(out.problems)} unreadable skipped)" if out.problems else ")")
-    for problem in out.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+    for problem in (*out.warnings, *out.problems):
+        print(f"warning: {term_safe(problem)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -499,10 +546,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from icml25.core.config import ConfigError
-    from icml25.core.results import ResultsError
+    try:  # Ctrl-C while parsing or importing: one line, no traceback
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        from icml25.core.config import ConfigError
+        from icml25.core.results import ResultsError
+    except KeyboardInterrupt:
+        print("icml25: interrupted", file=sys.stderr)
+        return EXIT_ERROR
 
     debug = getattr(args, "debug", False)
     try:
@@ -516,8 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"icml25: error: {err}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("icml25: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        print(f"icml25: interrupted{err if isinstance(err, _Interrupted) else ''}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - one line, no traceback, unless --debug
         if debug:

@@ -3,13 +3,25 @@
 Both files are rendered from one list of blocks (headings, paragraphs, tables, figures), so
 they always say the same thing. Figures are copied to ``<out>/figures/`` with deterministic
 names for the Markdown file and embedded as base64 in the HTML page. Nothing is rerun.
+
+Stored results are untrusted input: only results whose slug is a catalog paper are shown (the
+store checks slug, scale and run id against their folders and recomputes each verdict), a figure
+is copied only when it is a regular file inside its run folder (no symlinks) of bounded size, text
+from results cannot carry HTML tags into ``REPORT.md`` (``<tag`` is written ``&lt;tag``) and is
+escaped in ``index.html``. Two reports into the same folder may run at once: stale figures are
+removed tolerantly and every file is written through a temporary name and a rename.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
+import os
+import re
 import shutil
+import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +57,7 @@ class ReportOutput:
     html: Path
     n_results: int
     problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 # -- blocks ---------------------------------------------------------------------------------------
@@ -205,9 +218,11 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
             [[n] + [_mean_sd(r, a, n) for a in arms] for n in names],
         )
     )
+    for warning in main.warnings:
+        doc.add(Para(f"Warning: {warning}", "small"))
     for fig in r.figures:
         src = main.run_dir / fig.file
-        if src.is_file():
+        if _safe_figure(src):
             doc.add(Figure(src, f"{slug}_{r.scale}_{fig.file}", fig.caption))
     for note in r.notes:
         doc.add(Para(f"Note: {note}", "small"))
@@ -227,6 +242,34 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
                 "small",
             )
         )
+
+
+MAX_FIGURE_BYTES = 64 * 1024 * 1024
+
+
+def _safe_figure(path: Path) -> bool:
+    """A figure is used only if it is a regular file (not a symlink) directly in its run folder."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FIGURE_BYTES and "/" not in path.name
+
+
+def _copy_atomic(source: Path, target: Path) -> None:
+    """Copy without following a symlinked source, through a temporary file and a rename."""
+    fd_in = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd_in, "rb") as src, os.fdopen(fd, "wb") as dst:
+            if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                raise OSError(f"{source} is not a regular file")
+            shutil.copyfileobj(src, dst)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _run_span(stored: Sequence[StoredResult]) -> str:
@@ -417,18 +460,30 @@ def build_blocks(
 # -- renderers ------------------------------------------------------------------------------------
 
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # terminal escapes and other controls
+
+
+def _no_html(text: str) -> str:
+    """Text that cannot open an HTML tag, comment or declaration in Markdown (``<b`` -> ``&lt;b``),
+    without control characters (terminal escape sequences)."""
+    text = _CONTROL.sub("", str(text))
+    return _TAG_START.sub("&lt;", text)
+
+
 def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return _no_html(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(blocks: Sequence[Any]) -> str:
     lines: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
-            lines += [("#" * b.level) + " " + b.text, ""]
+            lines += [("#" * b.level) + " " + _no_html(b.text).replace("\n", " "), ""]
         elif isinstance(b, Para):
             prefix = "> " if b.kind == "quote" else ""
-            text = f"<sub>{b.text}</sub>" if b.kind == "small" else b.text
+            body = _no_html(b.text).replace("\n", " ")
+            text = f"<sub>{body}</sub>" if b.kind == "small" else body
             lines += [prefix + text, ""]
         elif isinstance(b, Table):
             lines.append("| " + " | ".join(_md_cell(h) for h in b.header) + " |")
@@ -436,7 +491,7 @@ def render_markdown(blocks: Sequence[Any]) -> str:
             lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
             lines.append("")
         elif isinstance(b, Figure):
-            lines += [f"![{_md_cell(b.caption)}](figures/{b.name})", "", f"*{b.caption}*", ""]
+            lines += [f"![{_md_cell(b.caption)}](figures/{b.name})", "", f"*{_md_cell(b.caption)}*", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -502,23 +557,51 @@ def render_html(blocks: Sequence[Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _draw_summary_atomic(margins: Sequence[HeadlineMargin], fig_dir: Path) -> Path:
+    """The summary figure, drawn under a temporary name and renamed (a concurrent report sees old or new)."""
+    fd, tmp = tempfile.mkstemp(prefix=".summary.", suffix=".png", dir=fig_dir)
+    os.close(fd)
+    try:
+        draw_summary_figure(margins, Path(tmp))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, fig_dir / SUMMARY_FIGURE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fig_dir / SUMMARY_FIGURE
+
+
 def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
     """Render every stored result into ``out_dir``; unreadable results are skipped and listed."""
-    stored, problems = store.scan()
+    found, problems = store.scan()
+    slugs = {p.slug for p in PAPERS}
+    stored = [s for s in found if s.result.slug in slugs]
+    problems = [
+        *problems,
+        *(
+            f"{s.run_dir / 'result.json'}: slug {s.result.slug!r} is not a paper of the catalog"
+            for s in found
+            if s.result.slug not in slugs
+        ),
+    ]
+    warnings = [w for s in stored for w in s.warnings]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         fig_dir = out_dir / "figures"
         fig_dir.mkdir(exist_ok=True)
-        slugs = {p.slug for p in PAPERS} | {s.result.slug for s in stored}
         for old in fig_dir.glob("*.png"):  # remove only figures an earlier report wrote
             if old.name == SUMMARY_FIGURE or any(old.name.startswith(f"{slug}_") for slug in slugs):
-                old.unlink()
+                old.unlink(missing_ok=True)  # another report into the same folder may have been first
         margins = headline_margins(stored)
-        summary = draw_summary_figure(margins, fig_dir / SUMMARY_FIGURE) if margins else None
+        summary = _draw_summary_atomic(margins, fig_dir) if margins else None
         blocks = build_blocks(stored, problems, summary_figure=summary)
         for b in blocks:
-            if isinstance(b, Figure) and b.source.resolve() != (fig_dir / b.name).resolve():
-                shutil.copyfile(b.source, fig_dir / b.name)
+            if isinstance(b, Figure) and b.name != SUMMARY_FIGURE:
+                target = fig_dir / b.name
+                if target.parent != fig_dir or b.name.startswith("."):
+                    continue  # a name that would leave figures/ (never built from validated results)
+                with contextlib.suppress(FileNotFoundError):
+                    _copy_atomic(b.source, target)
         md, page = out_dir / "REPORT.md", out_dir / "index.html"
         atomic_write_text(md, render_markdown(blocks))
         atomic_write_text(page, render_html(blocks))
@@ -526,7 +609,7 @@ def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
         from icml25.core.results import ResultsError
 
         raise ResultsError(f"cannot write the report to {str(out_dir)!r}: {err.strerror or err}") from err
-    return ReportOutput(md, page, len(stored), tuple(problems))
+    return ReportOutput(md, page, len(stored), tuple(problems), tuple(warnings))
 
 
 # -- the result table in each paper's README.md -----------------------------------------------------

@@ -7,27 +7,47 @@ Layout (file names are deterministic apart from the run id, which sorts by time)
 
 A run is first assembled in ``<root>/<slug>/<scale>/.tmp-<run_id>/`` and renamed into place
 once its ``result.json`` is complete, so an interrupted check leaves nothing that readers see.
+Staging folders left by a killed run are removed by the next write to the same folder once they
+are older than :data:`STALE_STAGING_S` (longer than any run takes).
+
+Reading trusts nothing on disk: only real directories and regular files (no symlinks, FIFOs or
+devices) are read, ``result.json`` is capped at :data:`MAX_RESULT_BYTES`, deeply nested JSON is an
+error, the stored slug, scale and run id must match the folders the file sits in (and the catalog,
+when the store is given the known slugs), seeds must be JSON integers, and the verdict is
+recomputed from the stored criteria (each criterion's pass/fail from its stored value, threshold
+and operator) with :func:`~icml25.core.claims.compute_verdict`. A disagreement is flagged in
+:attr:`StoredResult.warnings` and the recomputed verdict is the one returned. Every message names
+the offending file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import math
 import os
+import re
 import secrets
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from icml25.core.claims import SCALES, CheckResult
+from icml25.core.claims import _OPS, SCALES, CheckResult, Verdict, VerdictKind, compute_verdict
 
 __all__ = ["DEFAULT_RESULTS_DIR", "ResultStore", "StoredResult", "ResultsError", "atomic_write_text"]
 
 DEFAULT_RESULTS_DIR = Path("results")
 RESULT_FILE = "result.json"
+MAX_RESULT_BYTES = 32 * 1024 * 1024  # a result.json is a few KiB; anything this big is not one
+STALE_STAGING_S = 3 * 24 * 3600  # a staging folder this old belongs to a run that was killed
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 
 
 class ResultsError(OSError):
@@ -58,13 +78,18 @@ class StoredResult:
 
     result: CheckResult
     run_dir: Path
+    warnings: tuple[str, ...] = ()
 
 
 class ResultStore:
     """Results of claim checks under one root directory."""
 
-    def __init__(self, root: Path | str = DEFAULT_RESULTS_DIR) -> None:
+    def __init__(
+        self, root: Path | str = DEFAULT_RESULTS_DIR, known_slugs: Collection[str] | None = None
+    ) -> None:
+        """``known_slugs``: when given (the catalog's), results of other slugs are skipped as unreadable."""
         self.root = Path(root)
+        self.known_slugs = None if known_slugs is None else frozenset(known_slugs)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -86,18 +111,49 @@ class ResultStore:
 
     def staging_dir(self, slug: str, scale: str, run_id: str) -> Path:
         """A fresh directory to write a run's figures into before the run is committed."""
+        for name in (slug, scale, run_id):
+            if not _SAFE_NAME.match(name) or name in (".", ".."):
+                raise ValueError(f"not a safe folder name for a result: {name!r}")
         path = self.root / slug / scale / f".tmp-{run_id}"
-        path.mkdir(parents=True, exist_ok=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.clean_stale_staging(path.parent)
+        path.mkdir(exist_ok=False)
         return path
 
+    @staticmethod
+    def clean_stale_staging(folder: Path, older_than_s: float = STALE_STAGING_S) -> list[Path]:
+        """Remove ``.tmp-*`` staging folders in ``folder`` untouched for ``older_than_s``; returns them."""
+        removed = []
+        now = time.time()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                if not entry.name.startswith(".tmp-"):
+                    continue
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > older_than_s:
+                        if entry.is_dir(follow_symlinks=False):
+                            shutil.rmtree(entry.path, ignore_errors=True)
+                        else:
+                            os.unlink(entry.path)
+                        removed.append(Path(entry.path))
+        return removed
+
     def commit(self, result: CheckResult, staging: Path) -> Path:
-        """Write ``result.json`` into ``staging`` and move the directory into place."""
-        atomic_write_text(
-            staging / RESULT_FILE,
-            json.dumps(result.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n",
-        )
+        """Write ``result.json`` into ``staging`` and move the directory into place.
+
+        Anything that interrupts it (an error, Ctrl-C, SIGTERM turned into an exception) before the
+        rename removes the staging folder: a run is either wholly visible or not at all."""
         final = staging.parent / result.run_id
-        os.replace(staging, final)
+        try:
+            atomic_write_text(
+                staging / RESULT_FILE,
+                json.dumps(result.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n",
+            )
+            os.replace(staging, final)
+        except BaseException:
+            if not final.exists():
+                self.discard(staging)
+            raise
         return final
 
     def discard(self, staging: Path) -> None:
@@ -107,23 +163,28 @@ class ResultStore:
 
     def _run_dirs(self, slug: str, scale: str) -> list[Path]:
         base = self.root / slug / scale
-        if not base.is_dir():
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
             return []
-        return sorted((p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
+        dirs = []
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                    dirs.append(Path(entry.path))
+        return sorted(dirs, reverse=True)
 
     def load(self, run_dir: Path) -> StoredResult:
-        """Read one run; raises ValueError if its JSON is missing or malformed."""
+        """Read one run; raises ValueError, naming the file, if it is missing, malformed or misplaced."""
         path = run_dir / RESULT_FILE
+        data = _read_json_object(path)
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
+            _check_place(data, run_dir, self.known_slugs)
+            result = CheckResult.from_json(data)
+        except (ValueError, RecursionError) as err:
             raise ValueError(f"cannot read {path}: {err}") from err
-        if not isinstance(data, dict):
-            raise ValueError(f"cannot read {path}: not a JSON object")
-        try:
-            return StoredResult(CheckResult.from_json(data), run_dir)
-        except ValueError as err:
-            raise ValueError(f"cannot read {path}: {err}") from err
+        result, warnings = _recheck_verdict(result, path)
+        return StoredResult(result, run_dir, warnings)
 
     def history(self, slug: str, scale: str) -> list[StoredResult]:
         """Readable runs of ``slug`` at ``scale``, newest first (corrupt ones are skipped)."""
@@ -152,10 +213,16 @@ class ResultStore:
         problems: list[str] = []
         if not self.root.is_dir():
             return found, problems
-        for slug_dir in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        slug_dirs = []
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.root):
+                with contextlib.suppress(OSError):
+                    if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                        slug_dirs.append(entry.name)
+        for slug in sorted(slug_dirs):
             for scale in SCALES:
                 latest_found = False
-                for run_dir in self._run_dirs(slug_dir.name, scale):
+                for run_dir in self._run_dirs(slug, scale):
                     try:
                         stored = self.load(run_dir)
                     except ValueError as err:
@@ -168,3 +235,91 @@ class ResultStore:
 
     def __iter__(self) -> Iterator[StoredResult]:
         return iter(self.scan()[0])
+
+
+# -- reading untrusted files ------------------------------------------------------------------------
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``: a regular file (not a symlink, FIFO or device) of bounded size."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+            raise ValueError(f"cannot read {path}: {kind}")
+        if info.st_size > MAX_RESULT_BYTES:
+            raise ValueError(f"cannot read {path}: {info.st_size} bytes, more than {MAX_RESULT_BYTES}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ValueError(f"cannot read {path}: not a regular file")
+            raw = fh.read(MAX_RESULT_BYTES + 1)
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or err}") from err
+    if len(raw) > MAX_RESULT_BYTES:
+        raise ValueError(f"cannot read {path}: more than {MAX_RESULT_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
+    except RecursionError as err:
+        raise ValueError(f"cannot read {path}: JSON nested too deeply") from err
+    if not isinstance(data, dict):
+        raise ValueError(f"cannot read {path}: not a JSON object")
+    return data
+
+
+def _check_place(data: dict[str, Any], run_dir: Path, known_slugs: frozenset[str] | None) -> None:
+    """The stored slug, scale and run id must be the folders the file sits in; seeds must be integers."""
+    slug, scale, run_id = data.get("slug"), data.get("scale"), data.get("run_id")
+    folder_scale, folder_slug = run_dir.parent.name, run_dir.parent.parent.name
+    for key, value, folder in (
+        ("slug", slug, folder_slug),
+        ("scale", scale, folder_scale),
+        ("run_id", run_id, run_dir.name),
+    ):
+        if not isinstance(value, str) or not _SAFE_NAME.match(value) or value != folder:
+            raise ValueError(f"stored {key} {value!r} does not match its folder {folder!r}")
+    if scale not in SCALES:
+        raise ValueError(f"stored scale {scale!r} is not one of {SCALES}")
+    if known_slugs is not None and slug not in known_slugs:
+        raise ValueError(f"stored slug {slug!r} is not a paper of the catalog")
+    seeds = data.get("seeds")
+    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
+
+
+def _recheck_verdict(result: CheckResult, path: Path) -> tuple[CheckResult, tuple[str, ...]]:
+    """Recompute each criterion's pass/fail and the verdict from the stored numbers; flag disagreements."""
+    warnings: list[str] = []
+    criteria = []
+    for c in result.criteria:
+        passed: bool | None = None
+        known = c.op in _OPS and c.value is not None and c.threshold is not None
+        if known and math.isfinite(c.value) and math.isfinite(c.threshold):  # type: ignore[arg-type]
+            passed = bool(_OPS[c.op](c.value, c.threshold))
+        if passed != c.passed:
+            warnings.append(
+                f"{path}: criterion {c.name!r} is stored as passed={c.passed} but its stored numbers give "
+                f"passed={passed}"
+            )
+            c = dataclasses.replace(c, passed=passed)
+        criteria.append(c)
+    stored = result.verdict
+    min_seeds = result.claim.get("min_seeds", 1)
+    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int):
+        min_seeds = 1
+    if stored.kind is VerdictKind.NEEDS:
+        verdict = stored
+    else:
+        verdict = compute_verdict(
+            criteria, n_seeds=len(result.seeds), min_seeds=min_seeds, scale=result.scale
+        )
+    if str(verdict) != str(stored):
+        warnings.append(
+            f"{path}: stored verdict {str(stored)!r} disagrees with its criteria, which give {str(verdict)!r}"
+        )
+        verdict = Verdict(verdict.kind, verdict.resource, f"{verdict.reason} (recomputed; stored: {stored})")
+    if not warnings:
+        return result, ()
+    return dataclasses.replace(result, criteria=tuple(criteria), verdict=verdict), tuple(warnings)

@@ -1,45 +1,86 @@
 """A sandbox for generated Python code: run it as a hostile program and survive whatever it does.
 
-:func:`run_python` writes ``code`` into a fresh temporary directory and runs it with the project's
-interpreter in isolated mode (``python -I``), in a new session (its own process group) with
+:func:`run_python` runs ``code`` with the project's interpreter in isolated mode (``python -I``),
+in a new session (its own process group), and returns an :class:`ExecutionResult`.
 
-* resource limits (``setrlimit`` before ``exec``): CPU seconds, address space (``memory_mb``),
-  process count (``max_processes``), file size, open files, no core dumps;
-* a wall-clock deadline enforced by the harness, and a cap on the bytes read from stdout and
-  stderr (a flood is cut off and the program killed);
-* an environment stripped of every variable of the parent (only ``PATH``, ``HOME``/``TMPDIR``
-  pointing into its own directory, ``LANG``);
-* when the harness runs as root and ``unshare``/``setpriv`` (util-linux) work: a fresh network
-  namespace (only a loopback that is down: every connection fails), a fresh PID namespace (when
-  its first process ends the kernel kills every process left in it, including orphans that
-  ``setsid`` away from the process group), and a drop to a fresh unprivileged uid/gid with no
-  supplementary groups, no capabilities and ``no_new_privs``. That uid owns nothing on the
-  machine, so the program cannot write into the project, read other users' ``/proc/<pid>/environ``
-  or signal the harness; its process limit counts only its own processes.
+What is isolated (the default here: root with util-linux ``unshare``/``setpriv``, mode
+``"namespaces"`` with a private filesystem and a cgroup):
 
-Fallbacks (probed once per interpreter and recorded in every result as ``isolation``):
+* **Files.** A fresh mount namespace with one size-capped ``tmpfs`` (``disk_limit_mb``, also an
+  inode cap) that is bind-mounted over ``/tmp``, ``/var/tmp`` and ``/dev/shm``; the work folder
+  (cwd, ``HOME``, ``TMPDIR``) is ``/tmp/work`` inside it. ``/run`` is covered by an empty read-only
+  ``tmpfs`` (no host sockets or lock files there). Everything written is gone when the call ends,
+  and the total written is capped (single files also by ``file_limit_mb``). The host copy of the
+  program lives in a 0700 folder as 0600 files, so another sandbox (another uid, another mount
+  namespace) cannot read it.
+* **IPC.** A fresh IPC namespace (SysV shared memory, semaphores, message queues and POSIX
+  message queues die with the call) and a fresh network namespace whose loopback is down: no
+  TCP/UDP, and no abstract Unix sockets of the host. Filesystem Unix sockets in ``/tmp``,
+  ``/dev/shm`` and ``/run`` are hidden by the mounts above.
+* **Processes.** A fresh PID namespace with its own ``/proc`` (the program sees only its own
+  processes; when the namespace's first process ends the kernel kills every process left in it),
+  and a drop to a fresh unprivileged uid/gid with no supplementary groups, no capabilities and
+  ``no_new_privs``. That uid owns nothing, so the program cannot write into the project, signal
+  the harness or read other users' files.
+* **Memory and processes of the whole tree.** A memory cgroup (v1 or v2) nested under the
+  harness's own cgroup caps the resident memory of all the program's processes together, tmpfs
+  pages included, at ``memory_mb``; a pids cgroup caps their number. Every process in the cgroup
+  is killed at the end. Each process is also limited by ``setrlimit``: CPU seconds, address space
+  (``memory_mb``), process count (``max_processes``), file size, open files, no core dumps.
+* **System calls.** A seccomp filter (built with libseccomp through ``ctypes``, installed by the
+  harness before ``exec``) refuses creating user namespaces (``unshare``/``clone`` with
+  ``CLONE_NEWUSER``; ``clone3`` reports ``ENOSYS`` so libc falls back to ``clone``) and syscalls
+  generated code never needs: ``ptrace``, ``process_vm_*``, ``setns``, ``keyctl``/``add_key``/
+  ``request_key``, ``bpf``, ``perf_event_open``, ``userfaultfd``, module and ``kexec`` loading, the
+  new mount API, ``pivot_root``, ``umount2``, ``swapon``/``swapoff``.
+* **Time and output.** A wall-clock deadline, and a cap on the bytes read from stdout and stderr
+  (a flood is cut off and the program killed). The environment is stripped of every variable of
+  the parent (only ``PATH``, ``HOME``/``TMPDIR`` pointing into its work folder, ``LANG``).
 
-* ``"namespaces"``: the full setup above (root with util-linux; the default here).
-* ``"userns"``: not root, but unprivileged user namespaces work: fresh network and PID
-  namespaces, no privilege drop (the program runs with the caller's file permissions).
+What is *not* isolated: the rest of the host filesystem is readable wherever its permissions let
+any user read (``/etc``, ``/usr``, world-readable files; never writable); ``/sys`` is the host's
+(read-only for the sandbox uid); filesystem Unix sockets outside ``/tmp``, ``/var/tmp``,
+``/dev/shm`` and ``/run`` that are world-writable stay reachable; the kernel is shared (the seccomp
+filter is a deny list, not an allow list: a bug in an allowed syscall is an escape); CPU time is
+limited per process, not shared fairly.
+
+Fallbacks (probed once per interpreter; ``isolation`` names the mode and every missing feature
+adds a sentence to ``warnings`` in the result):
+
+* ``"namespaces"``: root with util-linux, everything above.
+* ``"userns"``: not root, but unprivileged user namespaces work: the same namespaces, mounts and
+  ``/proc``, no privilege drop (the program runs with the caller's file permissions).
 * ``"process"``: neither works. The program runs in its own session with the rlimits and the
-  stripped environment, and a prelude installs an audit hook (PEP 578) that refuses socket
-  ``connect``/``bind``/``sendto`` and ``getaddrinfo``. This is a speed bump, not a wall (``ctypes``
-  can bypass audit hooks); processes that leave the process group survive the final kill.
+  stripped environment in a 0700 host folder, and a prelude installs an audit hook (PEP 578) that
+  refuses socket ``connect``/``bind``/``sendto`` and ``getaddrinfo``. This is a speed bump, not a
+  wall (``ctypes`` can bypass audit hooks); ``/tmp``, ``/dev/shm``, IPC and ``/proc`` are the host's.
+* No usable cgroup (not writable, controller missing): the memory bound is per process, so the
+  tree may hold up to ``memory_mb * max_processes`` (the address-space limit times the process
+  limit); the result's ``warnings`` says so.
+* No libseccomp, or not root (``"userns"``/``"process"``): no seccomp filter; the program may
+  create user namespaces where the kernel allows unprivileged ones (inside them it still owns
+  nothing on the host); the result's ``warnings`` says so.
+* Mounts not allowed: the work folder is a 0700 host folder, only single files are capped, and
+  ``/tmp``, ``/dev/shm``, IPC and ``/proc`` are the host's; the result's ``warnings`` says so.
 
 Status values: ``ok`` (exit code 0), ``error`` (non-zero exit), ``timeout`` (wall clock or CPU
-seconds), ``memory`` (``MemoryError`` or an allocation failure), ``killed`` (a signal, or the
-output cap). Every process the program started is gone when :func:`run_python` returns.
+seconds), ``memory`` (``MemoryError``, an allocation failure, or the cgroup's OOM killer),
+``killed`` (a signal, or the output cap). Every process the program started is gone when
+:func:`run_python` returns.
 
-Choice: the PID-namespace init is ``/bin/sh`` running the program as its child, so the program
-keeps normal signal semantics (a PID-namespace init ignores signals it has no handler for). A
-program killed by signal ``n`` therefore reports ``returncode = -n``; an explicit ``exit(128 + n)``
-for ``n`` in :data:`_SIGNALS_SEEN` reads the same.
+Choice: the PID-namespace init is ``/bin/sh`` (which also sets up the mounts, as root, before the
+privilege drop) running the program as its child, so the program keeps normal signal semantics (a
+PID-namespace init ignores signals it has no handler for). A program killed by signal ``n``
+therefore reports ``returncode = -n``; an explicit ``exit(128 + n)`` for ``n`` in
+:data:`_SIGNALS_SEEN` reads the same.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import errno
 import functools
 import os
 import random
@@ -94,6 +135,7 @@ class ExecutionResult:
         reason: why the status is what it is (e.g. ``"wall-clock limit 2 s"``).
         truncated: True if stdout or stderr hit the output cap.
         isolation: which isolation mode ran it (see the module docstring).
+        warnings: one sentence per isolation feature this machine lacks (empty when none is missing).
     """
 
     status: Status
@@ -104,6 +146,7 @@ class ExecutionResult:
     reason: str = ""
     truncated: bool = False
     isolation: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -132,6 +175,273 @@ def isolation_mode() -> Isolation:
     if _works([unshare, "--user", "--map-root-user", *ns[1:], "true"]):
         return "userns"
     return "process"
+
+
+# The init of the namespaces: mounts a size-capped tmpfs over /tmp, /var/tmp and /dev/shm, masks
+# /run, copies the program in, then runs it (as a child, so it keeps normal signal semantics).
+# Arguments: $1 host folder holding main.py, $2 tmpfs size in KiB, $3 inode cap, $4 owner uid ("" = none).
+_INIT_MOUNTS = r"""set -e
+base=$1; size=$2; inodes=$3; owner=$4; shift 4
+box=$base/box
+mount -t tmpfs -o "size=${size}k,nr_inodes=$inodes,mode=0755,nosuid,nodev" icml25-sandbox "$box"
+mkdir -m 1777 "$box/tmp" "$box/vartmp" "$box/shm"
+mkdir -m 0755 "$box/tmp/.icml25"
+mkdir -m 0700 "$box/tmp/work"
+cp "$base/main.py" "$box/tmp/.icml25/main.py"
+chmod 0644 "$box/tmp/.icml25/main.py"
+if [ -n "$owner" ]; then chown "$owner:$owner" "$box/tmp/work"; fi
+mount --bind "$box/vartmp" /var/tmp
+if [ -d /dev/shm ]; then mount --bind "$box/shm" /dev/shm; fi
+mount --bind "$box/tmp" /tmp
+if [ -d /run ]; then
+  mount -t tmpfs -o size=4k,nr_inodes=16,mode=0755,ro,nosuid,nodev,noexec icml25-run /run
+fi
+cd /tmp/work
+set +e
+"$@"; exit $?
+"""
+_PLAIN_INIT = '"$@"; exit $?'
+_INNER_PROGRAM = "/tmp/.icml25/main.py"
+_INNER_WORKDIR = "/tmp/work"
+
+
+@functools.cache
+def _private_fs() -> bool:
+    """Whether mount, IPC and PID namespaces with a fresh ``/proc`` and a tmpfs work here (probed once)."""
+    mode = isolation_mode()
+    unshare = shutil.which("unshare")
+    if mode == "process" or unshare is None:
+        return False
+    user = ["--user", "--map-root-user"] if mode == "userns" else []
+    cmd = [unshare, *user, "--mount", "--ipc", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return _works([*cmd, "/bin/sh", "-c", "mount -t tmpfs -o size=1m icml25-probe /tmp && test -d /proc/1"])
+
+
+def _own_cgroup(controller: str | None) -> Path | None:
+    """The folder of this process's cgroup for ``controller`` (v1), or its unified cgroup (None)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        if controller is None and controllers == "":
+            for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                if (root / "cgroup.controllers").exists():
+                    return root / rel.lstrip("/")
+            return None
+        if controller is not None and controller in controllers.split(","):
+            return Path("/sys/fs/cgroup") / controller / rel.lstrip("/")
+    return None
+
+
+class _Cgroup:
+    """A memory + pids cgroup for one run, nested under the harness's own (v1 or v2)."""
+
+    def __init__(self, name: str, memory_bytes: int, pids: int) -> None:
+        self.dirs: list[Path] = []
+        self.memory_dir: Path | None = None
+        self.version = 0
+        self.error = ""
+        try:
+            self._make_v1(name, memory_bytes, pids)
+        except OSError as err:
+            self.remove()
+            self.error = f"cgroup v1: {err}"
+            try:
+                self._make_v2(name, memory_bytes, pids)
+            except OSError as err2:
+                self.remove()
+                self.error += f"; cgroup v2: {err2}"
+
+    def _make_v1(self, name: str, memory_bytes: int, pids: int) -> None:
+        mem, pid = _own_cgroup("memory"), _own_cgroup("pids")
+        if mem is None or pid is None or not (mem / "memory.limit_in_bytes").exists():
+            raise OSError("no memory/pids hierarchy")
+        for parent in (mem, pid):
+            (parent / name).mkdir()
+            self.dirs.append(parent / name)
+        (mem / name / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):  # only with swap accounting
+            (mem / name / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        (pid / name / "pids.max").write_text(str(pids))
+        self.memory_dir, self.version = mem / name, 1
+
+    def _make_v2(self, name: str, memory_bytes: int, pids: int) -> None:
+        own = _own_cgroup(None)
+        if own is None:
+            raise OSError("no unified hierarchy")
+        (own / name).mkdir()
+        self.dirs.append(own / name)
+        (own / name / "memory.max").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):
+            (own / name / "memory.swap.max").write_text("0")
+        (own / name / "pids.max").write_text(str(pids))
+        self.memory_dir, self.version = own / name, 2
+
+    @property
+    def ok(self) -> bool:
+        return self.version > 0
+
+    def procs_files(self) -> list[bytes]:
+        return [os.fsencode(d / "cgroup.procs") for d in self.dirs]
+
+    def oom_kills(self) -> int:
+        if self.memory_dir is None:
+            return 0
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            for line in (self.memory_dir / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def kill_all(self) -> None:
+        for _ in range(50):
+            found = False
+            for d in self.dirs:
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (d / "cgroup.procs").read_text().split():
+                        found = True
+                        with contextlib.suppress(OSError):
+                            os.kill(int(line), signal.SIGKILL)
+            if not found:
+                return
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        self.dirs = []
+
+
+_MASKED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run")
+
+
+def _under_masked_dir(python: str) -> bool:
+    """Whether the interpreter (or its installation) lies where the private mounts would hide it."""
+    paths = {os.path.realpath(python), os.path.abspath(python)}
+    if python == sys.executable:
+        paths |= {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    return any(p == d or p.startswith(d + "/") for p in paths for d in _MASKED_DIRS)
+
+
+# Syscalls generated code never needs; refused with EPERM (clone3 with ENOSYS, so that libc falls
+# back to clone, whose flags a filter can read). Unknown names (another architecture) are skipped.
+_SECCOMP_DENY = (
+    "add_key",
+    "bpf",
+    "delete_module",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "init_module",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "move_mount",
+    "open_tree",
+    "perf_event_open",
+    "pivot_root",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "request_key",
+    "setns",
+    "swapoff",
+    "swapon",
+    "umount2",
+    "userfaultfd",
+)
+_CLONE_NEWUSER = 0x10000000
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _ScmpArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+@functools.cache
+def _seccomp_program() -> tuple[ctypes.Array[ctypes.c_char], _SockFprog] | str:
+    """The seccomp BPF program (built once with libseccomp), or why there is none."""
+    name = ctypes.util.find_library("seccomp")
+    if name is None:
+        return "libseccomp is not installed"
+    try:
+        lib = ctypes.CDLL(name, use_errno=True)
+        lib.seccomp_init.restype = ctypes.c_void_p
+        lib.seccomp_init.argtypes = [ctypes.c_uint32]
+        lib.seccomp_rule_add_array.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.POINTER(_ScmpArgCmp),
+        ]
+        lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+        lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError) as err:
+        return f"libseccomp unusable: {err}"
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
+    ctx = lib.seccomp_init(allow)
+    if not ctx:
+        return "seccomp_init failed"
+    try:
+        failed = []
+        for syscall in _SECCOMP_DENY:
+            nr = lib.seccomp_syscall_resolve_name(syscall.encode())
+            if nr >= 0 and lib.seccomp_rule_add_array(ctx, eperm, nr, 0, None) != 0:
+                failed.append(syscall)
+        newuser = (_ScmpArgCmp * 1)(
+            _ScmpArgCmp(0, 7, _CLONE_NEWUSER, _CLONE_NEWUSER)
+        )  # 7: SCMP_CMP_MASKED_EQ
+        for syscall in ("unshare", "clone"):
+            nr = lib.seccomp_syscall_resolve_name(syscall.encode())
+            if nr < 0 or lib.seccomp_rule_add_array(ctx, eperm, nr, 1, newuser) != 0:
+                failed.append(syscall)
+        nr = lib.seccomp_syscall_resolve_name(b"clone3")
+        if nr >= 0 and lib.seccomp_rule_add_array(ctx, enosys, nr, 0, None) != 0:
+            failed.append("clone3")
+        if failed:
+            return f"libseccomp refused rules for {', '.join(failed)}"
+        with tempfile.TemporaryFile() as fh:
+            if lib.seccomp_export_bpf(ctx, fh.fileno()) != 0:
+                return "seccomp_export_bpf failed"
+            fh.seek(0)
+            raw = fh.read()
+    finally:
+        lib.seccomp_release(ctx)
+    if not raw or len(raw) % 8 or len(raw) // 8 > 4096:
+        return "libseccomp exported no usable program"
+    code = ctypes.create_string_buffer(raw, len(raw))
+    return code, _SockFprog(len(raw) // 8, ctypes.addressof(code))
+
+
+def _install_seccomp(program: _SockFprog) -> None:
+    """In the child before exec: ``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, program)`` (root: no NNP)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(22, 2, ctypes.byref(program), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
 def _world_executable(path: str) -> bool:
@@ -184,7 +494,15 @@ def _limits(*, timeout_s: float, memory_mb: int, nproc: int, file_mb: int) -> li
     ]
 
 
-def _check_args(code: str, timeout_s: float, memory_mb: int, max_processes: int, output_limit: int) -> None:
+def _check_args(
+    code: str,
+    timeout_s: float,
+    memory_mb: int,
+    max_processes: int,
+    output_limit: int,
+    file_mb: int,
+    disk_mb: int,
+) -> None:
     if not isinstance(code, str):
         raise ValueError(f"code must be a string, got {type(code).__name__}")
     if not timeout_s > 0:
@@ -195,6 +513,17 @@ def _check_args(code: str, timeout_s: float, memory_mb: int, max_processes: int,
         raise ValueError(f"max_processes must be at least 1, got {max_processes}")
     if output_limit < 1:
         raise ValueError(f"output_limit must be at least 1 byte, got {output_limit}")
+    if file_mb < 1:
+        raise ValueError(f"file_limit_mb must be at least 1, got {file_mb}")
+    if disk_mb < 1:
+        raise ValueError(f"disk_limit_mb must be at least 1, got {disk_mb}")
+
+
+def _write_private(path: str, text: str) -> None:
+    """Create ``path`` as a 0600 file (never readable by others, not even for an instant)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def run_python(
@@ -206,6 +535,7 @@ def run_python(
     max_processes: int = 16,
     output_limit: int = 1 << 20,
     file_limit_mb: int = 16,
+    disk_limit_mb: int = 64,
     python: str | None = None,
 ) -> ExecutionResult:
     """Run ``code`` as ``python -I main.py`` in the sandbox and return what happened.
@@ -213,43 +543,58 @@ def run_python(
     Args:
         code: the program text.
         timeout_s: wall-clock limit in seconds (the CPU limit is ``ceil(timeout_s) + 1``).
-        memory_mb: address-space limit of each process, in MiB.
+        memory_mb: memory of the whole process tree (cgroup; tmpfs files count) and address space of
+            each process, in MiB. Without a cgroup only the per-process bound holds (see ``warnings``).
         stdin: text fed to the program's standard input (none: an empty stdin).
         max_processes: processes (threads count too) the program may have at once, itself
             included; the PID-namespace init adds one.
         output_limit: bytes kept from stdout and from stderr; beyond that the program is killed.
         file_limit_mb: largest file the program may write.
+        disk_limit_mb: everything the program may write in total (its private ``/tmp``, ``/var/tmp``,
+            ``/dev/shm`` and work folder share one tmpfs of this size).
         python: interpreter to run (default: the current one, or the system ``python3`` when the
             current one lies where the unprivileged sandbox user cannot reach it, e.g. under ``/root``).
 
     Returns:
         An :class:`ExecutionResult`; the harness never raises for anything the program does.
     """
-    _check_args(code, timeout_s, memory_mb, max_processes, output_limit)
+    _check_args(code, timeout_s, memory_mb, max_processes, output_limit, file_limit_mb, disk_limit_mb)
     mode = isolation_mode()
+    private = mode != "process" and _private_fs()
     python = sandbox_python(python)
-    base = tempfile.mkdtemp(prefix="icml25-sandbox-")
-    workdir = os.path.join(base, "work")
-    os.mkdir(workdir)
+    warnings: list[str] = []
+    if private and _under_masked_dir(python):
+        private = False
+        warnings.append(f"the interpreter {python} lives under a folder the private filesystem hides")
+    base = tempfile.mkdtemp(prefix="icml25-sandbox-")  # 0700, ours
     uid: int | None = None
     nproc = max_processes + 1  # + the namespace init
     if mode == "namespaces":
         uid = random.SystemRandom().randrange(*_UID_RANGE)
-        os.chmod(base, 0o711)  # the program may enter base/work, not list base
-        os.chown(workdir, uid, uid)
-        os.chmod(workdir, 0o700)
-    else:  # the process limit counts every process of our own uid
+    if private:
+        os.mkdir(os.path.join(base, "box"), 0o700)
+        workdir, program_run = _INNER_WORKDIR, _INNER_PROGRAM
+    else:
+        warnings.append(
+            "no private filesystem (mount namespaces unavailable): /tmp, /var/tmp, /dev/shm, IPC and "
+            "/proc are the host's, files written there outlive the call, only single files are capped"
+        )
+        workdir = os.path.join(base, "work")
+        os.mkdir(workdir, 0o700)
+        program_run = os.path.join(base, "main.py")
+        if uid is not None:
+            os.chmod(base, 0o711)  # the program may enter base/work and read main.py, not list base
+            os.chown(workdir, uid, uid)
+    if mode != "namespaces":  # the rlimit counts every process of our own uid
         nproc += _user_process_count(os.getuid())
     program = os.path.join(base, "main.py")
-    with open(program, "w", encoding="utf-8") as fh:
-        fh.write((_NET_GUARD if mode == "process" else "") + code)
-    os.chmod(program, 0o644)
+    _write_private(program, (_NET_GUARD if mode == "process" else "") + code)
+    if uid is not None and not private:
+        os.chmod(program, 0o644)  # the sandbox uid reads it from the host folder
     stdin_path = os.path.join(base, "stdin.txt")
-    with open(stdin_path, "w", encoding="utf-8") as fh:
-        fh.write(stdin or "")
-    os.chmod(stdin_path, 0o644)
+    _write_private(stdin_path, stdin or "")
 
-    inner = [python, "-I", "-B", program]
+    inner = [python, "-I", "-B", program_run]
     if mode == "namespaces":
         assert uid is not None
         setpriv = shutil.which("setpriv") or "setpriv"
@@ -265,27 +610,53 @@ def run_python(
     if mode in ("namespaces", "userns"):
         unshare = shutil.which("unshare") or "unshare"
         user = ["--user", "--map-root-user"] if mode == "userns" else []
+        ns = ["--mount", "--ipc", "--mount-proc"] if private else []
+        if private:
+            init = [
+                "/bin/sh",
+                "-c",
+                _INIT_MOUNTS,
+                "sh",
+                base,
+                str(disk_limit_mb * 1024),
+                "16384",
+                str(uid or ""),
+            ]
+        else:
+            init = ["/bin/sh", "-c", _PLAIN_INIT, "sh"]
         # /bin/sh is the namespace's init; the program runs as its child with normal signal semantics.
-        inner = [
-            unshare,
-            *user,
-            "--net",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--",
-            "/bin/sh",
-            "-c",
-            '"$@"; exit $?',
-            "sh",
-            *inner,
-        ]
+        inner = [unshare, *user, *ns, "--net", "--pid", "--fork", "--kill-child", "--", *init, *inner]
+    # pids cgroup: + unshare and the namespace init
+    cgroup = _Cgroup(os.path.basename(base), memory_mb * 1024 * 1024, max_processes + 2)
+    if not cgroup.ok:
+        warnings.append(
+            f"memory limit is per process (no usable cgroup: {cgroup.error}): the process tree may hold up "
+            f"to memory_mb x max_processes = {memory_mb * max_processes} MiB"
+        )
+    procs_files = cgroup.procs_files()
+    seccomp: _SockFprog | None = None
+    if mode == "namespaces":  # installed by root before unshare, which needs no user namespace
+        built = _seccomp_program()
+        if isinstance(built, str):
+            warnings.append(f"no seccomp filter ({built}): new user namespaces and rare syscalls are allowed")
+        else:
+            seccomp = built[1]
+    else:
+        warnings.append("no seccomp filter (needs root): new user namespaces and rare syscalls are allowed")
     limits = _limits(timeout_s=timeout_s, memory_mb=memory_mb, nproc=nproc, file_mb=file_limit_mb)
 
     def preexec() -> None:  # runs in the child between fork and exec
+        for path in procs_files:  # join the run's cgroup ("0": the writing process)
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
         for which, value in limits:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
+        if seccomp is not None:
+            _install_seccomp(seccomp)
 
     env = {**_CLEAN_ENV, "HOME": workdir, "TMPDIR": workdir}
     start = time.monotonic()
@@ -296,21 +667,34 @@ def run_python(
                 stdin=stdin_fh,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=workdir,
+                cwd=base if private else workdir,
                 env=env,
                 start_new_session=True,
                 preexec_fn=preexec,
                 close_fds=True,
             )
-    except OSError as start_error:
+    except (OSError, subprocess.SubprocessError) as start_error:
+        cgroup.remove()
         shutil.rmtree(base, ignore_errors=True)
-        return ExecutionResult("error", "", "", None, 0.0, f"could not start: {start_error}", isolation=mode)
+        return ExecutionResult(
+            "error",
+            "",
+            "",
+            None,
+            0.0,
+            f"could not start: {start_error}",
+            isolation=mode,
+            warnings=tuple(warnings),
+        )
     try:
         out, err, truncated, killed_for = _collect(proc, start + timeout_s, output_limit)
     finally:
         _kill_group(proc)
+        cgroup.kill_all()
         if uid is not None:
             _kill_uid(uid)
+        oom = cgroup.oom_kills()
+        cgroup.remove()
         shutil.rmtree(base, ignore_errors=True)
     wall = time.monotonic() - start
     rc = proc.returncode
@@ -318,7 +702,14 @@ def run_python(
         rc = -(rc - 128)  # sh reports a child killed by signal n as 128 + n
     stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     status, reason = _classify(killed_for, rc, stderr, timeout_s)
-    return ExecutionResult(status, stdout, stderr, None if killed_for else rc, wall, reason, truncated, mode)
+    if oom and status in ("error", "killed"):
+        status, reason = (
+            "memory",
+            f"memory limit of the process tree ({memory_mb} MiB): {oom} process(es) killed",
+        )
+    return ExecutionResult(
+        status, stdout, stderr, None if killed_for else rc, wall, reason, truncated, mode, tuple(warnings)
+    )
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, cap: int) -> tuple[bytes, bytes, bool, str]:

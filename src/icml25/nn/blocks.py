@@ -116,6 +116,10 @@ class TransformerBlock(nn.Module):
         qkv_bias, qk_norm: forwarded to :class:`MultiheadAttention`.
         cond_dim: width of the condition c (None: unconditioned block).
         gate: ``"zero"`` (adaLN-Zero: α) or ``"one_plus"`` (1 + α).
+        mlp_hidden: MLP hidden width (overrides ``mlp_ratio`` when given).
+        proj_bias: bias in the attention output projection.
+        mlp_bias: biases in the MLP (None: the MLP class's default, True for :class:`MLP`, False
+            for :class:`GatedMLP`).
     """
 
     def __init__(
@@ -134,6 +138,9 @@ class TransformerBlock(nn.Module):
         qk_norm: str | None = None,
         cond_dim: int | None = None,
         gate: Literal["zero", "one_plus"] = "zero",
+        mlp_hidden: int | None = None,
+        proj_bias: bool = True,
+        mlp_bias: bool | None = None,
     ) -> None:
         super().__init__()
         from icml25.nn.attention import MultiheadAttention
@@ -141,11 +148,16 @@ class TransformerBlock(nn.Module):
         if gate not in ("zero", "one_plus"):
             raise ValueError(f"gate must be 'zero' or 'one_plus', got {gate!r}")
         self.norm1 = make_norm(norm, dim, eps=norm_eps, affine=norm_affine)
-        self.attn = MultiheadAttention(dim, num_heads, head_dim=head_dim, qkv_bias=qkv_bias, qk_norm=qk_norm)
+        self.attn = MultiheadAttention(
+            dim, num_heads, head_dim=head_dim, qkv_bias=qkv_bias, out_bias=proj_bias, qk_norm=qk_norm
+        )
         self.norm2 = make_norm(norm, dim, eps=norm_eps, affine=norm_affine)
-        hidden = int(dim * mlp_ratio)
+        if mlp_hidden is not None and mlp_hidden < 1:
+            raise ValueError(f"mlp_hidden must be a positive integer, got {mlp_hidden}")
+        hidden = int(dim * mlp_ratio) if mlp_hidden is None else mlp_hidden
         mlp_cls = GatedMLP if gated_mlp else MLP
-        self.mlp = mlp_cls(dim, hidden, activation=activation)
+        mlp_kwargs = {} if mlp_bias is None else {"bias": mlp_bias}
+        self.mlp = mlp_cls(dim, hidden, activation=activation, **mlp_kwargs)
         self.gate = gate
         self.adaLN = nn.Linear(cond_dim, 6 * dim) if cond_dim is not None else None
 

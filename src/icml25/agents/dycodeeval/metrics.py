@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from icml25.core.validate import check_positive, check_str
 from icml25.llm.code_eval import pass_at_k
 
 __all__ = [
@@ -96,6 +97,10 @@ def _tokens(text: str) -> list[str]:
 
 def sentence_bleu(reference: str, hypothesis: str, *, max_n: int = 4, epsilon: float = 0.1) -> float:
     """Sentence BLEU-max_n with uniform weights, brevity penalty and "method1" smoothing."""
+    check_str("reference", reference)
+    check_str("hypothesis", hypothesis)
+    check_positive("max_n", max_n, integer=True)
+    check_positive("epsilon", epsilon)
     ref, hyp = _tokens(reference), _tokens(hypothesis)
     if not hyp or not ref:
         return 0.0
@@ -115,7 +120,12 @@ def sentence_bleu(reference: str, hypothesis: str, *, max_n: int = 4, epsilon: f
 def tfidf_cosine(pairs: Sequence[tuple[str, str]]) -> float:
     """Mean TF-IDF cosine similarity of text pairs (vocabulary fitted on all texts in ``pairs``)."""
     if not pairs:
-        return float("nan")
+        raise ValueError("pairs is empty: the mean similarity of no pairs is undefined")
+    for pair in pairs:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise TypeError(f"pairs must hold (text, text) pairs, got {pair!r}")
+        check_str("pairs[i][0]", pair[0])
+        check_str("pairs[i][1]", pair[1])
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     texts = [t for p in pairs for t in p]

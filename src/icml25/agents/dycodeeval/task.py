@@ -120,7 +120,15 @@ def split_docstring(doc: str) -> tuple[str, str]:
 
 def extract_function_params(code: str, entry: str) -> list[str]:
     """Positional parameter names of function ``entry`` in ``code``."""
-    fn = _function(_parse_prompt(code), entry)
+    if not isinstance(code, str) or not isinstance(entry, str):
+        raise TypeError(
+            f"code and entry must be strings, got {type(code).__name__} and {type(entry).__name__}"
+        )
+    try:
+        tree = _parse_prompt(code)
+    except (SyntaxError, ValueError) as err:
+        raise ValueError(f"code does not parse as Python: {err}") from err
+    fn = _function(tree, entry)
     return [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
 
 

@@ -123,6 +123,8 @@ def bits_per_dim(
     check_levels(x_int, num_levels)
     if x_int.ndim != 4:
         raise ValueError(f"bits_per_dim: x_int must be (B, C, H, W), got {tuple(x_int.shape)}")
+    if x_int.shape[0] == 0:
+        raise ValueError("bits_per_dim: x_int is an empty batch (B = 0)")
     if n_dequant < 1:
         raise ValueError(f"bits_per_dim: n_dequant must be >= 1, got {n_dequant}")
     D = x_int[0].numel()

@@ -352,6 +352,12 @@ class TarFlow(nn.Module):
             raise ValueError(
                 f"TarFlow: {name} is {x.shape[2]}x{x.shape[3]}, the model expects {c.img_size}x{c.img_size}"
             )
+        param = next(self.parameters(), None)
+        if param is not None and x.dtype != param.dtype:
+            raise TypeError(
+                f"TarFlow: {name} has dtype {x.dtype}, the model's parameters are {param.dtype} "
+                f"(convert with {name}.to({param.dtype}) or the model with .to({x.dtype}))"
+            )
         if not x.is_floating_point():
             raise ValueError(f"TarFlow: {name} must be floating point (dequantise integer images first)")
         if not torch.isfinite(x).all():

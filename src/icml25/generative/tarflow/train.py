@@ -140,8 +140,12 @@ def train_flow(
     if device is not None:
         model.to(torch.device(device))
     check_levels(x_train, num_levels, "x_train")
+    if x_train.ndim < 1 or x_train.shape[0] == 0:
+        raise ValueError(f"x_train is empty (shape {tuple(x_train.shape)}): nothing to train on")
     if x_val is not None:
         check_levels(x_val, num_levels, "x_val")
+        if x_val.ndim < 1 or x_val.shape[0] == 0:
+            raise ValueError(f"x_val is empty (shape {tuple(x_val.shape)})")
     val_gen_seed = seed + 1_000_003
 
     def loss_fn(m: nn.Module, batch: tuple[Tensor, ...], gen: torch.Generator) -> Tensor:

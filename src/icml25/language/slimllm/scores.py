@@ -59,8 +59,42 @@ def pearson_similarity(a: Tensor, b: Tensor) -> Tensor:
         raise ValueError(
             f"a and b must share the last two dims [N, d], got {tuple(a.shape)} and {tuple(b.shape)}"
         )
+    _check_finite("a", a)
+    _check_finite("b", b)
     ua, ub = _centred_unit(a.double()), _centred_unit(b.double())
     return (ua * ub).sum(dim=-2).abs().sum(dim=-1)  # Eq. (head importance): sum_j |rho_j|
+
+
+def _check_finite(name: str, x: Tensor) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if (
+        x.device.type != "meta"
+        and (x.is_floating_point() or x.is_complex())
+        and not bool(torch.isfinite(x).all())
+    ):
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def _check_groups(groups: list, what: str) -> int:
+    """The number of units U shared by every block of ``groups`` (non-empty, finite)."""
+    if not isinstance(groups, list | tuple) or not groups:
+        raise ValueError(f"groups must be a non-empty list of {what}")
+    first = groups[0][0] if isinstance(groups[0], tuple | list) else groups[0]
+    if not isinstance(first, Tensor) or first.ndim < 1 or first.shape[0] == 0 or first.numel() == 0:
+        raise ValueError(
+            f"groups must hold non-empty [U, ...] blocks, got {getattr(first, 'shape', first)!r}"
+        )
+    units = first.shape[0]
+    for g in groups:
+        for t in g if isinstance(g, tuple | list) else (g,):
+            _check_finite("groups", t)
+        block = g[0] if isinstance(g, tuple | list) else g
+        if block.shape[0] != units:
+            raise ValueError(
+                f"groups blocks must share their first dim U = {units}, got {tuple(block.shape)}"
+            )
+    return units
 
 
 def _check_heads(head_outputs: Tensor) -> None:
@@ -179,6 +213,8 @@ def fit_output_regression(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     """
     if x.ndim != 2 or x.shape != y.shape or x.shape[0] < 2:
         raise ValueError(f"x and y must both be [N >= 2, d], got {tuple(x.shape)} and {tuple(y.shape)}")
+    _check_finite("x", x)
+    _check_finite("y", y)
     x, y = x.double(), y.double()
     mx, my = x.mean(0), y.mean(0)
     xc, yc = x - mx, y - my
@@ -237,6 +273,7 @@ def magnitude_scores(groups: list[Tensor]) -> Tensor:
     Args:
         groups: blocks ``[U, ...]`` whose first dim indexes the units (heads or channels).
     """
+    _check_groups(groups, "weight blocks [U, ...]")
     return sum(
         (g.double().flatten(1).norm(dim=1) for g in groups),
         torch.zeros(groups[0].shape[0], dtype=torch.float64),
@@ -250,6 +287,7 @@ def wanda_scores(groups: list[tuple[Tensor, Tensor]]) -> Tensor:
         groups: ``(w, n)`` pairs: ``w`` ``[U, k, m]`` the unit's weights as rows over inputs m and
             ``n`` ``[U, 1, m]`` or ``[m]`` the input feature norms that multiply them.
     """
+    _check_groups(groups, "(w, n) pairs")
     total = torch.zeros(groups[0][0].shape[0], dtype=torch.float64)
     for w, n in groups:
         total = total + (w.double().abs() * n.double()).flatten(1).sum(1)
@@ -262,6 +300,7 @@ def taylor_scores(groups: list[tuple[Tensor, Tensor]]) -> Tensor:
     Args:
         groups: ``(w, g)`` pairs of equal shape ``[U, ...]``: weights and their loss gradients.
     """
+    _check_groups(groups, "(w, g) pairs")
     total = torch.zeros(groups[0][0].shape[0], dtype=torch.float64)
     for w, g in groups:
         total = total + (w.double() * g.double()).abs().flatten(1).sum(1)

@@ -32,6 +32,8 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
+from icml25.core.validate import check_positive
+
 from .layout import PatchLayout
 
 __all__ = [
@@ -449,6 +451,12 @@ def _stencil(stencil: str) -> tuple[Offset, ...]:
     return STENCILS[stencil]
 
 
+def _check_grid(n0: int, n1: int, batch: int) -> None:
+    check_positive("n0", n0, integer=True)
+    check_positive("n1", n1, integer=True)
+    check_positive("batch", batch, integer=True)
+
+
 def _boundary_mask(n0: int, n1: int, boundary: str, device: torch.device | str | None) -> Tensor | None:
     if boundary == "neumann":
         return None
@@ -474,6 +482,7 @@ def poisson(
 
     The 9-point stencil gives diagonal edges weight 1/2 (a standard isotropic choice).
     """
+    _check_grid(n0, n1, batch)
     offs = _stencil(stencil)
     weights = {
         o: torch.full((batch, n0 - o[0], n1 - abs(o[1])), 1.0 if 0 in o else 0.5, dtype=dtype, device=device)
@@ -546,6 +555,10 @@ def gaussian_random_field(
     dtype: torch.dtype = torch.float64,
 ) -> Tensor:
     """Smooth zero-mean unit-variance field ``[B, n0, n1]`` by FFT filtering of white noise."""
+    _check_grid(n0, n1, batch)
+    if n0 * n1 < 2:
+        raise ValueError(f"n0 * n1 must be at least 2 to normalise the field, got {n0} x {n1}")
+    check_positive("length_scale", length_scale)
     noise = torch.randn(batch, n0, n1, generator=generator, dtype=torch.float64)
     k0 = torch.fft.fftfreq(n0, dtype=torch.float64)[:, None]
     k1 = torch.fft.fftfreq(n1, dtype=torch.float64)[None, :]

@@ -168,8 +168,17 @@ PRESETS: dict[str, PDETransformerConfig] = {
 }
 
 
-def check_input(x: Tensor, cfg: PDETransformerConfig, channels: int, what: str = "x") -> None:
-    """Raise ``ValueError`` unless ``x`` is ``[..., channels, H, W]`` with a fitting, finite grid."""
+def check_input(
+    x: Tensor, cfg: PDETransformerConfig, channels: int, what: str = "x", dtype: torch.dtype | None = None
+) -> None:
+    """Raise ``ValueError`` unless ``x`` is ``[..., channels, H, W]`` with a fitting, finite grid
+    (``TypeError`` unless it has ``dtype``, the model's parameter dtype, when that is given)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(
+            f"{what} has dtype {x.dtype}, the model's parameters are {dtype}; convert with .to({dtype})"
+        )
     H, W = x.shape[-2:]
     m = cfg.grid_multiple
     if x.shape[-3] != channels:
@@ -529,7 +538,7 @@ class PDETransformer(nn.Module):
         """
         if x.ndim != 4:
             raise ValueError(f"x must be [B, C, H, W], got shape {tuple(x.shape)}")
-        check_input(x, self.cfg, self.cfg.in_channels)
+        check_input(x, self.cfg, self.cfg.in_channels, dtype=self.x_embedder.weight.dtype)
         B = x.shape[0]
         cond = self.body.conditions(
             _times(t, B, x.device), _labels(pde_label, B, self.cfg.num_classes, x.device)
@@ -587,7 +596,9 @@ class PDETransformerSC(nn.Module):
         if fields.ndim != 5 or fields.shape[2] != cfg.n_time_slots:
             raise ValueError(f"fields must be [B, C, T={cfg.n_time_slots}, H, W], got {tuple(fields.shape)}")
         B, C, T, H, W = fields.shape
-        check_input(fields.reshape(B * C, T, H, W), cfg, T, what="fields")
+        param = next(self.parameters(), None)
+        dtype = None if param is None else param.dtype
+        check_input(fields.reshape(B * C, T, H, W), cfg, T, what="fields", dtype=dtype)
         if channel_type.ndim == 1:
             channel_type = channel_type.expand(B, -1)
         if channel_type.shape != (B, C):

@@ -41,8 +41,11 @@ def nrmse(pred: Tensor, target: Tensor, channel_mask: Tensor | None = None) -> T
         raise ValueError(f"pred and target shapes differ: {tuple(pred.shape)} vs {tuple(target.shape)}")
     if channel_mask is not None:
         pred, target = pred[..., channel_mask, :, :], target[..., channel_mask, :, :]
+    energy = target.pow(2).mean(dim=(-3, -2, -1))
+    if target.device.type != "meta" and bool((energy == 0).any()):
+        raise ValueError("nrmse: target is all zero in some sample, so the normalised error is undefined")
     err = (pred - target).pow(2).mean(dim=(-3, -2, -1))
-    return torch.sqrt(err / target.pow(2).mean(dim=(-3, -2, -1)).clamp_min(1e-12))
+    return torch.sqrt(err / energy.clamp_min(1e-12))
 
 
 @torch.no_grad()

@@ -31,6 +31,8 @@ from typing import Literal
 
 import numpy as np
 
+from icml25.core.validate import check_numeric_array
+
 __all__ = [
     "lae_tolerances",
     "lexicographic_action_elimination",
@@ -133,9 +135,14 @@ class _LinearAgent:
     """Shared bookkeeping: features, regression statistics, episode counter, RNG."""
 
     def __init__(self, phi: np.ndarray, H: int, m: int, K: int, rng: np.random.Generator) -> None:
+        check_numeric_array("phi", phi)
         phi = np.asarray(phi, dtype=np.float64)
         if phi.ndim != 3:
             raise ValueError(f"phi must be a feature table (S, A, d), got shape {phi.shape}")
+        if phi.size == 0 or not np.isfinite(phi).all():
+            raise ValueError(
+                f"phi must be a non-empty table of finite features (no NaN/inf), got shape {phi.shape}"
+            )
         if H < 1 or m < 1 or K < 1:
             raise ValueError(f"need H, m, K >= 1, got {H}, {m}, {K}")
         self.phi = phi

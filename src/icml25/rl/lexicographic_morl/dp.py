@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml25.core.validate import check_numeric_array
 from icml25.rl.mdp import check_transitions
 
 __all__ = ["lexicographic_optimal_policy", "evaluate_policy", "tradeoff_lambda"]
@@ -23,9 +24,12 @@ __all__ = ["lexicographic_optimal_policy", "evaluate_policy", "tradeoff_lambda"]
 
 def _check_PR(P: np.ndarray, R: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray]:
     P = check_transitions(P)
+    check_numeric_array("R", R)
     R = np.asarray(R, dtype=np.float64)
     if R.ndim != 3 or R.shape[1:] != P.shape[:2]:
         raise ValueError(f"R must have shape (m, {P.shape[0]}, {P.shape[1]}), got {R.shape}")
+    if not np.isfinite(R).all():
+        raise ValueError("R contains NaN or infinite values")
     if H < 1:
         raise ValueError(f"H must be >= 1, got {H}")
     return P, R
@@ -71,11 +75,26 @@ def evaluate_policy(P: np.ndarray, R: np.ndarray, H: int, pi_probs: np.ndarray) 
     """
     P, R = _check_PR(P, R, H)
     m, S, A = R.shape
-    probs = np.asarray(pi_probs)
+    probs = check_numeric_array("pi_probs", pi_probs)
     if probs.shape == (H, S):
+        if (
+            not np.isfinite(probs).all()
+            or (probs != np.round(probs)).any()
+            or (probs < 0).any()
+            or (probs >= A).any()
+        ):
+            raise ValueError(f"pi_probs as deterministic actions must be integers in [0, {A})")
         probs = np.eye(A)[probs.astype(np.int64)]
     if probs.shape != (H, S, A):
         raise ValueError(f"pi_probs must have shape ({H}, {S}, {A}) or ({H}, {S}), got {probs.shape}")
+    if (
+        not np.isfinite(probs).all()
+        or (probs < 0).any()
+        or not np.allclose(probs.sum(axis=2), 1.0, atol=1e-6)
+    ):
+        raise ValueError(
+            "pi_probs must be finite, non-negative action probabilities that sum to 1 in every state"
+        )
     return _evaluate(P, R, probs)
 
 

@@ -34,6 +34,8 @@ __all__ = ["LinearMOMDP", "LexEpisodeEnv", "make_lex_tabular_mdp", "misspecify",
 
 def one_hot_features(S: int, A: int) -> np.ndarray:
     """Tabular features ``phi(x, a) = e_{x A + a}``, shape (S, A, S A)."""
+    check_positive("S", S, integer=True)
+    check_positive("A", A, integer=True)
     return np.eye(S * A).reshape(S, A, S * A)
 
 

@@ -32,6 +32,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from icml25.core.validate import check_numeric_array
+
 __all__ = [
     "Cumulants",
     "GaussianNoiseError",
@@ -62,6 +64,7 @@ def check_data(X: np.ndarray, *, min_samples: int, n_cols: int | None = None, na
     Raises ``ValueError`` for a wrong shape, too few rows, NaN/inf, constant columns and
     (near-)collinear column pairs.
     """
+    check_numeric_array(name, X)
     arr = np.asarray(X, dtype=np.float64)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_variables), got shape {arr.shape}")

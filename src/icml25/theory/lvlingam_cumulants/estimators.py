@@ -500,7 +500,19 @@ def ols_effect(data: np.ndarray | Cumulants, treatments: Sequence[int], outcome:
         if isinstance(data, Cumulants)
         else np.cov(check_data(data, min_samples=3), rowvar=False)
     )
+    p = S.shape[0]
     t = list(treatments)
+    if not t:
+        raise ValueError("treatments must name at least one column")
+    for j in t:
+        if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < p:
+            raise ValueError(f"treatments must be column indices in [0, {p}), got {t}")
+    if len(set(t)) != len(t):
+        raise ValueError(f"treatments must be distinct, got {t}")
+    if isinstance(outcome, bool) or not isinstance(outcome, int | np.integer) or not 0 <= outcome < p:
+        raise ValueError(f"outcome must be a column index in [0, {p}), got {outcome!r}")
+    if outcome in t:
+        raise ValueError(f"outcome {outcome} is also a treatment")
     return np.linalg.solve(S[np.ix_(t, t)], S[t, outcome])
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml25.core.validate import check_numeric_array
 from icml25.nn.train import FitConfig, fit, snapshot_state
 
 from .data import check_declared_directions
@@ -38,9 +39,12 @@ class FitResult:
 
 
 def _tensor(a: np.ndarray | torch.Tensor, name: str, ndim: int) -> torch.Tensor:
+    check_numeric_array(name, a)
     t = torch.as_tensor(a, dtype=torch.float32)
     if t.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
+    if t.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)})")
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains NaN or inf")
     return t
@@ -80,8 +84,14 @@ def fit_regression(
     """
     Xtr, ytr = _tensor(X_train, "X_train", 2), _tensor(y_train, "y_train", 1)
     Xva, yva = _tensor(X_val, "X_val", 2), _tensor(y_val, "y_val", 1)
-    if Xtr.shape[0] != ytr.shape[0] or Xva.shape[0] != yva.shape[0]:
-        raise ValueError("X and y must have the same number of rows")
+    if Xtr.shape[0] != ytr.shape[0]:
+        raise ValueError(
+            f"X_train and y_train must have the same number of rows, got {Xtr.shape[0]} and {ytr.shape[0]}"
+        )
+    if Xva.shape[0] != yva.shape[0]:
+        raise ValueError(
+            f"X_val and y_val must have the same number of rows, got {Xva.shape[0]} and {yva.shape[0]}"
+        )
     if Xtr.shape[1] != Xva.shape[1]:
         raise ValueError(f"X_train has {Xtr.shape[1]} features but X_val has {Xva.shape[1]}")
     if steps < 1 or eval_every < 1 or patience < 1 or batch_size < 1 or not lr > 0:

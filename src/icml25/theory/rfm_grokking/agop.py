@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml25.core.validate import check_numeric_array, check_positive
+
 from .kernels import MahalanobisKernel
 
 
@@ -164,7 +166,13 @@ def psd_matrix_power(G: np.ndarray, s: float) -> np.ndarray:
     Returns:
         (d, d) symmetric PSD matrix.
     """
+    check_numeric_array("G", G)
     G = np.asarray(G, dtype=np.float64)
+    if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] == 0:
+        raise ValueError(f"G must be a non-empty square (d, d) matrix, got shape {G.shape}")
+    if not np.isfinite(G).all():
+        raise ValueError("G contains NaN or infinite values")
+    check_positive("s", s)
     w, V = np.linalg.eigh(0.5 * (G + G.T))
     w = np.clip(w, 0.0, None) ** s
     out = (V * w) @ V.T

@@ -30,6 +30,8 @@ from sklearn.metrics import r2_score
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from icml25.core.validate import check_float_convertible
+
 from .agop import kernel_agop, psd_matrix_power
 from .data import OPERATIONS
 from .kernels import GaussianMahalanobisKernel, MahalanobisKernel
@@ -244,6 +246,8 @@ class RFM(RegressorMixin, BaseEstimator):
         Returns:
             self, with ``M_``, ``alpha_``, ``history_`` and ``Ms_`` set.
         """
+        check_float_convertible("X", X)
+        check_float_convertible("Y", Y)
         n_x, n_y = _n_rows(X), _n_rows(Y)
         if n_x is not None and n_y is not None and n_x != n_y:
             raise ValueError(f"X and Y must have the same number of rows, got {n_x} and {n_y}")

@@ -1,0 +1,561 @@
+"""Claim check for *Residual Matrix Transformers: Scaling the Size of the Residual Stream* (Mak &
+Flanigan, ICML 2025, https://arxiv.org/abs/2506.22696).
+
+The paper's headline (Table 3, Fig. 2-3, Fig. 6): an RMT whose dimensions mirror a transformer's
+(R·D_v = D, R heads of size D_v, same L and D_FF) reaches the transformer's loss with fewer training
+FLOPs, parameters and tokens, and growing only the residual key dimension D_k lowers its loss.
+Here, at toy scale: byte-level language modelling (vocabulary 256) of the Python standard library's
+source (:mod:`icml25.data.corpora`, the ``python`` corpus; its content hash is stored), every arm
+trained on the same batches for the same number of tokens with the App. C.1 recipe.
+
+Arms (``small``; the RMT's shapes follow the paper's ratios at a width this machine can train):
+    rmt        RMT, L=4, R=4, D_v=16, D_k=32, D_FF=256 (residual matrix 512 vs the transformer's 64)
+    gpt        its transformer twin from ``icml25.nn.TransformerBlock``: D=64, 4 heads, D_FF=256
+    rmt_dk8    the RMT with only D_k changed, to 8 (the residual-size axis of Fig. 6)
+    rmt_small  a second size: R=4, D_v=8, D_k=32, D_FF=128
+    gpt_small  its twin: D=32, 4 heads, D_FF=128
+
+Equal effort: one learning-rate sweep per family (the same grid, the same pilot length and seed,
+chosen on the validation split at the decisive size), the chosen rate used for every size and D_k
+of that family. Curves and final numbers are measured on the held-out split. Training FLOPs are the
+exact matrix-product counts of :mod:`.flops` (forward + backward), checked against
+``FlopCounterMode`` in every run.
+
+Criteria (declared before any small-scale number was seen; means over seeds unless stated):
+    equal_flops_lower_bpb         rmt's held-out bits/byte < gpt's at equal training FLOPs
+                                  (both curves interpolated at the smaller of the two budgets)
+    equal_flops_every_seed        that gap favours the RMT in every seed (min over seeds > 0)
+    fewer_flops_to_match          in every seed, the RMT reaches gpt's final bits/byte with fewer
+                                  training FLOPs: the FLOPs it needs over gpt's whole budget (capped
+                                  at 1, which also stands for "not reached") < ``max_flops_ratio`` (1)
+    fewer_params / lower_final_bpb  the RMT has fewer non-embedding parameters and, after the same
+                                  tokens, lower final bits/byte
+    small_size_equal_flops        the second size repeats ``equal_flops_lower_bpb``
+    dk_<a>_to_<b>                 for each pair of adjacent D_k values, the larger has the lower
+                                  final bits/byte
+    params_closed_form_*, flops_exact_*  (tiny and small) the parameter closed forms and the FLOP
+                                  counter agree with ``count_parameters`` / ``FlopCounterMode``
+    tiny_*                        smoke: training lowers the loss, orthonormal write-then-read is
+                                  exact, future tokens do not change past logits
+
+Deviations from the paper: bytes instead of GPT-2 BPE; ~0.2M instead of 46M-405M parameters;
+~0.2M training tokens instead of Chinchilla-optimal budgets; a 4-point learning-rate grid
+instead of 100 muTransfer trials; LeCun (σ = 1 fan-in) initialisation for both models.
+
+Outcome at small (3 seeds, recorded 2026-12-03): not reproduced, on the D_k criterion alone. The RMT
+beats its twin in every seed: 3.62 vs 3.94 held-out bits/byte at equal FLOPs, the transformer's final
+loss reached with 23-27 % of its FLOPs, 27 % fewer non-embedding parameters, and the same at the
+second size (3.67 vs 4.10). But D_k = 8 ends below D_k = 32 (3.57 vs 3.62) in every seed: at this
+width and budget the smaller residual matrix trains faster, unlike the paper's Fig. 6.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
+from icml25.core.claims import Claim, Criterion
+from icml25.core.validate import check_fields
+from icml25.nn.params import count_parameters
+
+from .flops import flop_count, measure_flops, param_count
+from .model import GPT, GPTConfig, ResidualMatrixTransformer, RMTConfig, read, write
+from .training import ByteData, LMTrainConfig, byte_data, flops_to_reach, train_lm, value_at_flops
+
+PAIRS = (("rmt", "gpt"), ("rmt_small", "gpt_small"))
+
+
+@dataclass(frozen=True)
+class RMTCheckConfig:
+    """One claim-check configuration: data, the model shapes, training and the learning-rate sweep.
+
+    Args:
+        corpus, max_chars: the standard-library corpus and how much of it to read.
+        max_train_bytes, max_eval_bytes: caps on the train and on each evaluation split.
+        rmt: the decisive RMT (its twin transformer is derived, :meth:`GPTConfig.twin_of`).
+        rmt_small: the RMT of the second size (and, by derivation, its twin).
+        dk_sweep: further D_k values trained with everything else as in ``rmt``.
+        train: the training recipe (its ``lr`` is replaced by the sweep's choice).
+        lrs: the learning-rate grid searched for each family.
+        pilot_steps: optimiser steps of each sweep run.
+        pilot_seed: seed of the sweep runs (the same for both families).
+        max_flops_ratio: threshold of ``fewer_flops_to_match``.
+    """
+
+    corpus: str = "python"
+    max_chars: int = 4_000_000
+    max_train_bytes: int = 2_000_000
+    max_eval_bytes: int = 200_000
+    rmt: RMTConfig = RMTConfig(vocab_size=256, n_ctx=64, n_layers=4, d_key=32, d_value=16, rank=4, d_ff=256)
+    rmt_small: RMTConfig = RMTConfig(
+        vocab_size=256, n_ctx=64, n_layers=4, d_key=32, d_value=8, rank=4, d_ff=128
+    )
+    dk_sweep: tuple[int, ...] = (8,)
+    train: LMTrainConfig = LMTrainConfig(
+        steps=200, batch_size=16, seq_len=64, eval_every=25, eval_tokens=6144
+    )
+    lrs: tuple[float, ...] = (3e-3, 1e-2, 3e-2, 1e-1)
+    pilot_steps: int = 80
+    pilot_seed: int = 1000
+    max_flops_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            positive_int=("max_chars", "max_train_bytes", "max_eval_bytes", "pilot_steps"),
+            non_negative_int=("pilot_seed",),
+            positive=("max_flops_ratio",),
+        )
+        if not self.lrs or any(not (lr > 0) for lr in self.lrs):
+            raise ValueError(f"lrs must be a non-empty tuple of positive rates, got {self.lrs}")
+        if any(d < 1 for d in self.dk_sweep) or self.rmt.d_key in self.dk_sweep:
+            raise ValueError(
+                f"dk_sweep must hold positive D_k values other than rmt.d_key, got {self.dk_sweep}"
+            )
+        if len(set(self.dk_sweep)) != len(self.dk_sweep):
+            raise ValueError(f"dk_sweep values must be distinct, got {self.dk_sweep}")
+        for name in ("rmt", "rmt_small"):
+            cfg = getattr(self, name)
+            if cfg.n_ctx < self.train.seq_len:
+                raise ValueError(
+                    f"{name}.n_ctx={cfg.n_ctx} is shorter than train.seq_len={self.train.seq_len}"
+                )
+
+    def arms(self) -> dict[str, RMTConfig | GPTConfig]:
+        """Every arm's model config, ours first."""
+        out: dict[str, RMTConfig | GPTConfig] = {"rmt": self.rmt, "gpt": GPTConfig.twin_of(self.rmt)}
+        for d in self.dk_sweep:
+            out[f"rmt_dk{d}"] = dataclasses.replace(self.rmt, d_key=d)
+        out["rmt_small"] = self.rmt_small
+        out["gpt_small"] = GPTConfig.twin_of(self.rmt_small)
+        return out
+
+    def dk_arms(self) -> list[tuple[int, str]]:
+        """``(D_k, arm)`` of the residual-size sweep, by increasing D_k."""
+        pairs = [(self.rmt.d_key, "rmt")] + [(d, f"rmt_dk{d}") for d in self.dk_sweep]
+        return sorted(pairs)
+
+
+def _family(arm: str) -> str:
+    return "gpt" if arm.startswith("gpt") else "rmt"
+
+
+def _criteria(config: RMTCheckConfig) -> tuple[Criterion, ...]:
+    out = [
+        Criterion(
+            "equal_flops_lower_bpb",
+            arm="rmt",
+            metric="bpb_at_equal_flops",
+            op="<",
+            other_arm="gpt",
+            description="at equal training FLOPs the RMT has lower held-out bits/byte than its twin",
+        ),
+        Criterion(
+            "equal_flops_every_seed",
+            arm="rmt",
+            metric="bpb_gain_at_equal_flops",
+            op=">",
+            threshold=0.0,
+            reduce="min",
+            description="the equal-FLOPs advantage holds in every seed (beyond the seed spread)",
+        ),
+        Criterion(
+            "fewer_flops_to_match",
+            arm="rmt",
+            metric="flops_to_match_frac",
+            op="<",
+            threshold=config.max_flops_ratio,
+            reduce="max",
+            description="in every seed the RMT reaches the transformer's final bits/byte with fewer FLOPs",
+        ),
+        Criterion(
+            "fewer_params",
+            arm="rmt",
+            metric="non_embedding_params",
+            op="<",
+            other_arm="gpt",
+            description="the RMT has fewer non-embedding parameters than its twin",
+        ),
+        Criterion(
+            "lower_final_bpb",
+            arm="rmt",
+            metric="test_bpb",
+            op="<",
+            other_arm="gpt",
+            description="after the same tokens the (smaller) RMT has lower held-out bits/byte",
+        ),
+        Criterion(
+            "small_size_equal_flops",
+            arm="rmt_small",
+            metric="bpb_at_equal_flops",
+            op="<",
+            other_arm="gpt_small",
+            description="the equal-FLOPs advantage also holds at the second size",
+        ),
+    ]
+    dks = config.dk_arms()
+    for (d_lo, arm_lo), (d_hi, arm_hi) in zip(dks, dks[1:], strict=False):
+        out.append(
+            Criterion(
+                f"dk_{d_lo}_to_{d_hi}",
+                arm=arm_hi,
+                metric="test_bpb",
+                op="<",
+                other_arm=arm_lo,
+                description=f"growing only D_k from {d_lo} to {d_hi} lowers the held-out bits/byte (Fig. 6)",
+            )
+        )
+    for arm in ("rmt", "gpt"):
+        out.append(
+            Criterion(
+                f"params_closed_form_{arm}",
+                arm=arm,
+                metric="param_formula_err",
+                op="<=",
+                threshold=0.0,
+                reduce="max",
+                scales=("tiny", "small"),
+                description=f"the closed-form parameter count of {arm} equals count_parameters",
+            )
+        )
+        out.append(
+            Criterion(
+                f"flops_exact_{arm}",
+                arm=arm,
+                metric="flop_rel_err",
+                op="<=",
+                threshold=0.1,
+                reduce="max",
+                scales=("tiny", "small"),
+                description=f"the analytic FLOPs of {arm} are within 10% of FlopCounterMode's (fwd + bwd)",
+            )
+        )
+    out += [
+        Criterion(
+            "tiny_learns",
+            arm="rmt",
+            metric="loss_ratio",
+            op="<",
+            threshold=1.0,
+            scales=("tiny",),
+            description="training lowers the RMT's loss",
+        ),
+        Criterion(
+            "tiny_write_read",
+            arm="rmt",
+            metric="write_read_err",
+            op="<",
+            threshold=1e-5,
+            scales=("tiny",),
+            description="a write then a read with orthonormal keys returns the data vectors",
+        ),
+        Criterion(
+            "tiny_causal",
+            arm="rmt",
+            metric="causal_err",
+            op="<=",
+            threshold=0.0,
+            scales=("tiny",),
+            description="changing future tokens leaves earlier logits unchanged",
+        ),
+    ]
+    return tuple(out)
+
+
+def _claim(config: RMTCheckConfig) -> Claim:
+    return Claim(
+        statement=(
+            "An RMT whose dimensions mirror a transformer's (R·D_v = D, same L and D_FF) reaches lower "
+            "held-out loss per training FLOP, per parameter and per token than the transformer, and its "
+            "loss falls when only the residual key dimension D_k grows."
+        ),
+        source="Table 3, Fig. 2-3 (RMT vs transformer) and Fig. 6 (scaling the residual stream)",
+        ours="rmt",
+        baselines=tuple(a for a in config.arms() if a != "rmt"),
+        criteria=_criteria(config),
+        headline="fewer_flops_to_match",
+        min_seeds=3,
+        setup_notes=(
+            "Byte-level LM on the Python standard library (vocab 256, context 64); ~0.14M/0.2M non-embedding "
+            "parameters (RMT/transformer), 200 steps of 16 x 64 bytes, the same batches for every arm; one "
+            "4-point learning-rate sweep per family (80-step pilots, validation split). The paper trains "
+            "46M-405M-parameter models on OpenWebText for Chinchilla-optimal budgets."
+        ),
+        timed_metrics=("train_seconds",),
+    )
+
+
+CLAIM = _claim(RMTCheckConfig())
+
+
+@functools.lru_cache(maxsize=4)
+def _load_data(corpus: str, max_chars: int, max_train_bytes: int, max_eval_bytes: int) -> ByteData:
+    return byte_data(
+        corpus, max_chars=max_chars, max_train_bytes=max_train_bytes, max_eval_bytes=max_eval_bytes
+    )
+
+
+def _data(config: RMTCheckConfig) -> ByteData:
+    return _load_data(config.corpus, config.max_chars, config.max_train_bytes, config.max_eval_bytes)
+
+
+def build_model(cfg: RMTConfig | GPTConfig, seed: int) -> ResidualMatrixTransformer | GPT:
+    """The model of ``cfg``, initialised from ``seed``."""
+    torch.manual_seed(seed)
+    return ResidualMatrixTransformer(cfg) if isinstance(cfg, RMTConfig) else GPT(cfg)
+
+
+@functools.lru_cache(maxsize=4)
+def select_learning_rates(config: RMTCheckConfig) -> dict[str, Any]:
+    """The sweep: for each family, train the decisive-size model at every rate of ``config.lrs`` for
+    ``pilot_steps`` (seed ``pilot_seed``) and keep the rate with the lowest validation bits/byte.
+
+    Returns:
+        ``{"lr": {family: rate}, "pilot_bpb": {family: [bpb per rate]}}``.
+    """
+    data = _data(config)
+    arms = config.arms()
+    pilot = dataclasses.replace(config.train, steps=config.pilot_steps, eval_every=0)
+    chosen: dict[str, float] = {}
+    table: dict[str, list[float]] = {}
+    for family in ("rmt", "gpt"):
+        scores = []
+        for lr in config.lrs:
+            model = build_model(arms[family], config.pilot_seed)
+            hist = train_lm(
+                model, data.train, data.val, dataclasses.replace(pilot, lr=lr), seed=config.pilot_seed
+            )
+            scores.append(hist.final_bpb if math.isfinite(hist.final_bpb) and not hist.diverged else math.inf)
+        best = int(np.argmin(scores))
+        chosen[family] = config.lrs[best]
+        table[family] = scores
+    return {"lr": chosen, "pilot_bpb": table}
+
+
+def write_read_error(cfg: RMTConfig, seed: int) -> float:
+    """Max error of reading back R data vectors written under orthonormal keys (needs D_k ≥ R)."""
+    gen = torch.Generator().manual_seed(seed)
+    rank = min(cfg.rank, cfg.d_key)
+    q, _ = torch.linalg.qr(torch.randn(cfg.d_key, rank, generator=gen, dtype=torch.float64))
+    keys = q.t()  # (r, k), orthonormal rows
+    data = torch.randn(3, rank, cfg.d_value, generator=gen, dtype=torch.float64)
+    return float((read(write(None, keys, data), keys) - data).abs().max())
+
+
+@torch.no_grad()
+def causal_error(model: ResidualMatrixTransformer | GPT, n: int, seed: int) -> float:
+    """Max change of the logits at positions < n/2 when the tokens at ≥ n/2 are redrawn."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, model.cfg.vocab_size, (2, n), generator=gen)
+    y = x.clone()
+    y[:, n // 2 :] = torch.randint(0, model.cfg.vocab_size, (2, n - n // 2), generator=gen)
+    return float((model(x)[:, : n // 2] - model(y)[:, : n // 2]).abs().max())
+
+
+def flop_relative_error(model: ResidualMatrixTransformer | GPT, n: int) -> float:
+    """|analytic − FlopCounterMode| / FlopCounterMode for one forward + backward of one sequence."""
+    model.zero_grad(set_to_none=True)
+    measured = measure_flops(model, torch.zeros(1, n, dtype=torch.long))["total"]
+    model.zero_grad(set_to_none=True)
+    return abs(flop_count(model.cfg, n).training - measured) / measured
+
+
+class RMTCheck(ClaimCheck[RMTCheckConfig]):
+    slug = "residual_matrix_transformer"
+    claim = CLAIM
+
+    def claim_for(self, config: RMTCheckConfig) -> Claim:
+        """Arms and D_k criteria follow ``dk_sweep``; the threshold follows ``max_flops_ratio``."""
+        return _claim(config)
+
+    presets = {
+        "tiny": RMTCheckConfig(
+            max_chars=1_000_000,
+            max_train_bytes=200_000,
+            max_eval_bytes=20_000,
+            rmt=RMTConfig(vocab_size=256, n_ctx=32, n_layers=2, d_key=4, d_value=8, rank=2, d_ff=32),
+            rmt_small=RMTConfig(vocab_size=256, n_ctx=32, n_layers=2, d_key=4, d_value=4, rank=2, d_ff=16),
+            dk_sweep=(2,),
+            train=LMTrainConfig(steps=30, batch_size=8, seq_len=32, eval_every=10, eval_tokens=1024),
+            lrs=(3e-3, 1e-2),
+            pilot_steps=10,
+        ),
+        "small": RMTCheckConfig(),
+        "full": RMTCheckConfig(
+            max_chars=8_000_000,
+            max_train_bytes=8_000_000,
+            max_eval_bytes=500_000,
+            rmt=RMTConfig(),  # released params.yaml: D_k=32, D_v=64, R=12, L=12, D_FF=3072, ctx 512
+            rmt_small=RMTConfig(n_layers=6, d_key=32, d_value=32, rank=12, d_ff=1536),  # Table 9, 46M
+            dk_sweep=(12, 64),  # residual sizes 768 and 4096 (Fig. 6)
+            train=LMTrainConfig(
+                steps=5000,
+                batch_size=64,
+                seq_len=512,
+                lr=1e-2,
+                warmup_frac=0.1,
+                eval_every=250,
+                eval_tokens=65_536,
+            ),
+            lrs=(3e-3, 6.5e-3, 1e-2),
+            pilot_steps=500,
+        ),
+    }
+    default_seeds = {"tiny": 1, "small": 3, "full": 3}
+
+    def run_seed(self, config: RMTCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
+        ctx.progress("data", 0, 1)
+        data = _data(config)
+        ctx.progress("data", 1, 1)
+        ctx.progress("lr sweep", 0, 1)
+        sweep = select_learning_rates(config)
+        ctx.progress("lr sweep", 1, 1)
+        metrics: dict[str, dict[str, float]] = {}
+        series: dict[str, Any] = {"corpus": dict(data.record), "sweep": sweep, "lrs": list(config.lrs)}
+        n = config.train.seq_len
+        for arm, cfg in config.arms().items():
+            lr = sweep["lr"][_family(arm)]
+            model = build_model(cfg, seed)
+
+            def report(done: int, total: int, arm: str = arm) -> None:
+                ctx.progress(f"train {arm}", done, total)
+
+            hist = train_lm(
+                model,
+                data.train,
+                data.test,
+                dataclasses.replace(config.train, lr=lr),
+                seed=seed,
+                progress=report,
+            )
+            counts = param_count(cfg)
+            m = {
+                "lr": lr,
+                "test_bpb": hist.final_bpb,
+                "train_flops": hist.flops[-1] if hist.flops else float("nan"),
+                "flops_per_token": hist.flops_per_token,
+                "non_embedding_params": float(counts["non_embedding"]),
+                "params": float(counts["total"]),
+                "param_formula_err": float(abs(count_parameters(model) - counts["total"])),
+                "flop_rel_err": flop_relative_error(model, n),
+                "causal_err": causal_error(model, n, seed),
+                "train_seconds": hist.seconds,
+                "diverged": float(hist.diverged),
+            }
+            if isinstance(cfg, RMTConfig):
+                m["residual_size"] = float(cfg.residual_size)
+                m["write_read_err"] = write_read_error(cfg, seed)
+            ctx.log(f"seed {seed} {arm}: lr {lr:g}, held-out {hist.final_bpb:.4f} bits/byte")
+            metrics[arm] = m
+            series[arm] = {
+                "steps": list(hist.steps),
+                "tokens": list(hist.tokens),
+                "flops": list(hist.flops),
+                "bpb": [round(v, 5) for v in hist.val_bpb],
+            }
+            # final loss over the initial one: the zero-initialised unembedding predicts uniformly
+            m["loss_ratio"] = hist.final_bpb / math.log2(cfg.vocab_size)
+        self._pair_metrics(metrics, series)
+        return SeedOutcome(metrics=metrics, series=series)
+
+    @staticmethod
+    def _pair_metrics(metrics: dict[str, dict[str, float]], series: Mapping[str, Any]) -> None:
+        """Equal-FLOPs and FLOPs-to-match numbers of each (RMT, transformer) pair."""
+        for ours, base in PAIRS:
+            a, b = series[ours], series[base]
+            budget = min(a["flops"][-1], b["flops"][-1])
+            ours_at = value_at_flops(a["flops"], a["bpb"], budget)
+            base_at = value_at_flops(b["flops"], b["bpb"], budget)
+            metrics[ours]["bpb_at_equal_flops"] = ours_at
+            metrics[base]["bpb_at_equal_flops"] = base_at
+            metrics[ours]["bpb_gain_at_equal_flops"] = base_at - ours_at
+            # the fraction of the transformer's FLOPs the RMT needs to reach its final loss; 1 when the
+            # RMT needs all of them or does not get there within its run
+            reach = flops_to_reach(a["flops"], a["bpb"], b["bpb"][-1])
+            frac = reach / b["flops"][-1] if math.isfinite(reach) else 1.0
+            metrics[ours]["flops_to_match_frac"] = min(1.0, frac)
+            metrics[ours]["matched_base_loss"] = float(math.isfinite(reach))
+            metrics[ours]["params_ratio"] = (
+                metrics[ours]["non_embedding_params"] / metrics[base]["non_embedding_params"]
+            )
+
+    def make_figures(self, config: RMTCheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
+        from icml25.core.plotting import OURS_COLOR, PALETTE, new_figure, plot_band
+
+        arms = list(config.arms())
+        colors = {"rmt": OURS_COLOR, "gpt": PALETTE[0], "rmt_small": "#e67e22", "gpt_small": PALETTE[1]}
+        for i, (_, arm) in enumerate(d for d in config.dk_arms() if d[1] != "rmt"):
+            colors[arm] = PALETTE[2 + i % (len(PALETTE) - 2)]
+        fig, axes = new_figure(ncols=3, width=4.3)
+        ax = axes[0]
+        for arm in arms:
+            x = outcomes[0].series[arm]["flops"]
+            per_seed = [o.series[arm]["bpb"] for o in outcomes]
+            style = "--" if arm.startswith("gpt") else "-"
+            plot_band(ax, x, per_seed, label=arm, color=colors[arm], linestyle=style)
+        ax.set(xscale="log", xlabel="training FLOPs (forward + backward)", ylabel="held-out bits / byte")
+        ax.set_title("loss vs compute")
+        ax.legend(fontsize=7)
+        ax = axes[1]
+        for family, members, style in (
+            ("rmt", ("rmt_small", "rmt"), "o-"),
+            ("gpt", ("gpt_small", "gpt"), "s--"),
+        ):
+            px = [float(np.mean([o.metrics[a]["non_embedding_params"] for o in outcomes])) for a in members]
+            py = [float(np.mean([o.metrics[a]["test_bpb"] for o in outcomes])) for a in members]
+            err = [float(np.std([o.metrics[a]["test_bpb"] for o in outcomes])) for a in members]
+            ax.errorbar(px, py, yerr=err, fmt=style, color=colors[family], label=family, capsize=3)
+        ax.set(xscale="log", xlabel="non-embedding parameters", ylabel="final held-out bits / byte")
+        ax.set_title("loss vs parameters (2 sizes)")
+        ax.legend(fontsize=7)
+        ax = axes[2]
+        dks = config.dk_arms()
+        sizes = [d * config.rmt.d_value for d, _ in dks]
+        vals = [[o.metrics[a]["test_bpb"] for o in outcomes] for _, a in dks]
+        ax.errorbar(
+            sizes,
+            [float(np.mean(v)) for v in vals],
+            yerr=[float(np.std(v)) for v in vals],
+            fmt="o-",
+            color=OURS_COLOR,
+            capsize=3,
+            label="RMT",
+        )
+        gpt_bpb = float(np.mean([o.metrics["gpt"]["test_bpb"] for o in outcomes]))
+        ax.axhline(gpt_bpb, color=PALETTE[0], linestyle="--", label=f"gpt (residual {config.rmt.core_width})")
+        ax.set(xscale="log", xlabel="residual stream size D_k x D_v", ylabel="final held-out bits / byte")
+        ax.set_title("scaling only D_k")
+        ax.legend(fontsize=7)
+        ctx.save_figure(
+            fig,
+            "loss_vs_flops",
+            "Left: held-out bits/byte against cumulative training FLOPs (mean, min-max band over seeds); "
+            "RMT arms solid, transformer twins dashed. Middle: final bits/byte against non-embedding "
+            "parameters for the two sizes of each family. Right: final bits/byte as only D_k grows "
+            "(mean ± sd over seeds), with the transformer for reference.",
+        )
+        sweep = outcomes[0].series["sweep"]
+        fig, axes = new_figure(ncols=1, width=4.0)
+        ax = axes if not isinstance(axes, np.ndarray) else axes.flat[0]
+        for family, color in (("rmt", OURS_COLOR), ("gpt", PALETTE[0])):
+            ax.plot(config.lrs, sweep["pilot_bpb"][family], "o-", color=color, label=family)
+        ax.set(xscale="log", xlabel="peak learning rate", ylabel="validation bits / byte (pilot)")
+        ax.set_title(f"learning-rate sweep ({config.pilot_steps} steps)")
+        ax.legend(fontsize=7)
+        ctx.save_figure(
+            fig,
+            "lr_sweep",
+            "The learning-rate sweep: validation bits/byte of each family's pilot run at each rate; "
+            "the lowest is used for every arm of that family.",
+        )
+
+
+CHECK = RMTCheck()

@@ -1,0 +1,433 @@
+"""The shared bad-input battery: every implemented paper's public entry points refuse bad input clearly.
+
+Each case is one call with one bad argument; it must raise ``ValueError`` or ``TypeError`` whose
+message names the argument (``match``), never a deep numpy/torch error or a silent NaN. ``kind`` is one
+of :data:`KINDS` (wrong shape, NaN/inf, empty, wrong dtype, non-positive size).
+
+A new paper joins with a few entries in :data:`CASES` (``Case(slug, kind, "what", lambda: call(...),
+"argument name")``); :func:`test_every_implemented_paper_joins_the_battery` fails until it has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+import torch
+
+from icml25.catalog import PAPERS
+
+KINDS = ("shape", "nonfinite", "empty", "dtype", "size")
+
+# Implemented papers whose entries the lead adds (their folders are being written right now).
+PENDING = ("residual_matrix_transformer", "turing_programs", "wgformer")
+
+
+@dataclass(frozen=True)
+class Case:
+    slug: str
+    kind: str
+    what: str
+    call: Callable[[], object]
+    match: str  # a fragment of the message: the argument's name
+
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS, self.kind
+
+
+NAN = float("nan")
+
+
+def _rfm() -> list[Case]:
+    from icml25.theory.rfm_grokking import RFM, psd_matrix_power
+
+    X, Y = np.random.default_rng(0).normal(size=(6, 4)), np.eye(6)[:, :2]
+    return [
+        Case(
+            "rfm_grokking",
+            "shape",
+            "psd_matrix_power non-square",
+            lambda: psd_matrix_power(np.ones((2, 3)), 0.5),
+            "G",
+        ),
+        Case(
+            "rfm_grokking",
+            "nonfinite",
+            "psd_matrix_power NaN",
+            lambda: psd_matrix_power(np.full((2, 2), NAN), 0.5),
+            "G",
+        ),
+        Case(
+            "rfm_grokking", "size", "psd_matrix_power s <= 0", lambda: psd_matrix_power(np.eye(2), 0.0), "s"
+        ),
+        Case(
+            "rfm_grokking", "dtype", "RFM.fit strings", lambda: RFM(iters=1).fit(np.full((6, 4), "a"), Y), "X"
+        ),
+        Case(
+            "rfm_grokking",
+            "dtype",
+            "RFM.fit objects",
+            lambda: RFM(iters=1).fit(np.full((6, 4), None), Y),
+            "X",
+        ),
+        Case(
+            "rfm_grokking", "nonfinite", "RFM.fit NaN", lambda: RFM(iters=1).fit(np.full((6, 4), NAN), Y), "X"
+        ),
+        Case("rfm_grokking", "size", "RFM iters 0", lambda: RFM(iters=0).fit(X, Y), "iters"),
+    ]
+
+
+def _lvlingam() -> list[Case]:
+    from icml25.theory.lvlingam_cumulants import ProxyCumulantEstimator, ols_effect
+
+    data = np.random.default_rng(0).exponential(size=(200, 3))
+    return [
+        Case(
+            "lvlingam_cumulants",
+            "shape",
+            "ols_effect treatment out of range",
+            lambda: ols_effect(data, [5], 2),
+            "treatments",
+        ),
+        Case(
+            "lvlingam_cumulants",
+            "shape",
+            "ols_effect outcome out of range",
+            lambda: ols_effect(data, [0], 7),
+            "outcome",
+        ),
+        Case(
+            "lvlingam_cumulants",
+            "empty",
+            "ols_effect no treatment",
+            lambda: ols_effect(data, [], 2),
+            "treatments",
+        ),
+        Case(
+            "lvlingam_cumulants",
+            "dtype",
+            "Proxy.fit strings",
+            lambda: ProxyCumulantEstimator().fit(data.astype(str)),
+            "data",
+        ),
+        Case(
+            "lvlingam_cumulants",
+            "dtype",
+            "Proxy.fit objects",
+            lambda: ProxyCumulantEstimator().fit(data.astype(object)),
+            "data",
+        ),
+        Case(
+            "lvlingam_cumulants",
+            "nonfinite",
+            "Proxy.fit NaN",
+            lambda: ProxyCumulantEstimator().fit(np.full((200, 3), NAN)),
+            "data",
+        ),
+    ]
+
+
+def _monotonic() -> list[Case]:
+    from torch import nn
+
+    from icml25.theory.monotonic_mlp import fit_regression
+
+    X, y = np.random.default_rng(0).normal(size=(8, 2)), np.zeros(8)
+
+    def fit(X_train: object = X, y_train: object = y) -> object:
+        return fit_regression(nn.Linear(2, 1), X_train, y_train, X, y, steps=1)  # type: ignore[arg-type]
+
+    return [
+        Case(
+            "monotonic_mlp", "dtype", "fit_regression strings", lambda: fit(X_train=X.astype(str)), "X_train"
+        ),
+        Case(
+            "monotonic_mlp",
+            "dtype",
+            "fit_regression objects",
+            lambda: fit(X_train=X.astype(object)),
+            "X_train",
+        ),
+        Case(
+            "monotonic_mlp",
+            "empty",
+            "fit_regression empty X",
+            lambda: fit(X_train=np.zeros((0, 2)), y_train=np.zeros(0)),
+            "X_train",
+        ),
+        Case(
+            "monotonic_mlp",
+            "nonfinite",
+            "fit_regression NaN y",
+            lambda: fit(y_train=np.full(8, NAN)),
+            "y_train",
+        ),
+        Case(
+            "monotonic_mlp",
+            "shape",
+            "fit_regression rows differ",
+            lambda: fit(y_train=np.zeros(5)),
+            "y_train",
+        ),
+    ]
+
+
+def _tarflow() -> list[Case]:
+    from icml25.generative.tarflow import TarFlow, TarFlowConfig, TrainConfig, bits_per_dim, train_flow
+
+    cfg = TarFlowConfig(in_channels=1, img_size=4, patch_size=2, channels=16, num_blocks=2, head_dim=8)
+    model = TarFlow(cfg)
+    return [
+        Case(
+            "tarflow",
+            "dtype",
+            "TarFlow float64 input",
+            lambda: model(torch.zeros(2, 1, 4, 4, dtype=torch.float64)),
+            "x",
+        ),
+        Case("tarflow", "shape", "TarFlow wrong size", lambda: model(torch.zeros(2, 1, 6, 6)), "x"),
+        Case("tarflow", "nonfinite", "TarFlow NaN input", lambda: model(torch.full((2, 1, 4, 4), NAN)), "x"),
+        Case(
+            "tarflow",
+            "empty",
+            "bits_per_dim empty batch",
+            lambda: bits_per_dim(model, torch.zeros(0, 1, 4, 4), num_levels=17),
+            "x_int",
+        ),
+        Case(
+            "tarflow",
+            "empty",
+            "train_flow empty data",
+            lambda: train_flow(
+                model, torch.zeros(0, 1, 4, 4), num_levels=17, config=TrainConfig(steps=1), seed=0
+            ),
+            "x_train",
+        ),
+        Case(
+            "tarflow",
+            "size",
+            "bits_per_dim num_levels 1",
+            lambda: bits_per_dim(model, torch.zeros(1, 1, 4, 4), num_levels=1),
+            "num_levels",
+        ),
+    ]
+
+
+def _pde() -> list[Case]:
+    from icml25.physics.pde_transformer import PDETransformer, PDETransformerConfig, nrmse
+
+    tiny = PDETransformerConfig.preset("tiny", hidden_size=16, num_classes=3, cpb_hidden=16)
+    model = PDETransformer(replace(tiny, depth=(1, 1, 1), window_size=2))  # grid multiple 16
+    c = model.config.in_channels if hasattr(model, "config") else tiny.in_channels
+    x = torch.zeros(1, c, 16, 16)
+    return [
+        Case("pde_transformer", "dtype", "PDETransformer float64", lambda: model(x.double()), "x"),
+        Case(
+            "pde_transformer", "nonfinite", "PDETransformer NaN", lambda: model(torch.full_like(x, NAN)), "x"
+        ),
+        Case(
+            "pde_transformer",
+            "shape",
+            "PDETransformer channels",
+            lambda: model(torch.zeros(1, c + 1, 16, 16)),
+            "x",
+        ),
+        Case(
+            "pde_transformer",
+            "nonfinite",
+            "nrmse all-zero target",
+            lambda: nrmse(torch.ones(1, 2, 4, 4), torch.zeros(1, 2, 4, 4)),
+            "target",
+        ),
+        Case(
+            "pde_transformer",
+            "shape",
+            "nrmse shapes differ",
+            lambda: nrmse(torch.ones(1, 2, 4, 4), torch.ones(1, 2, 4, 5)),
+            "target",
+        ),
+    ]
+
+
+def _condensed() -> list[Case]:
+    from icml25.physics.condensed_sparse_solver import gaussian_random_field, poisson
+
+    return [
+        Case(
+            "condensed_sparse_solver",
+            "size",
+            "gaussian_random_field n0 = 0",
+            lambda: gaussian_random_field(0, 8),
+            "n0",
+        ),
+        Case(
+            "condensed_sparse_solver",
+            "size",
+            "gaussian_random_field batch = 0",
+            lambda: gaussian_random_field(8, 8, batch=0),
+            "batch",
+        ),
+        Case(
+            "condensed_sparse_solver",
+            "size",
+            "gaussian_random_field length_scale <= 0",
+            lambda: gaussian_random_field(8, 8, length_scale=0.0),
+            "length_scale",
+        ),
+        Case("condensed_sparse_solver", "size", "poisson n1 = 0", lambda: poisson(8, 0), "n1"),
+    ]
+
+
+def _slimllm() -> list[Case]:
+    from icml25.language.slimllm import fit_output_regression, magnitude_scores, pearson_similarity
+
+    a = torch.randn(6, 3)
+    nan_a = a.clone()
+    nan_a[0, 0] = NAN
+    return [
+        Case("slimllm", "empty", "magnitude_scores no groups", lambda: magnitude_scores([]), "groups"),
+        Case(
+            "slimllm",
+            "empty",
+            "magnitude_scores empty block",
+            lambda: magnitude_scores([torch.zeros(0, 3)]),
+            "groups",
+        ),
+        Case("slimllm", "nonfinite", "pearson_similarity one NaN", lambda: pearson_similarity(nan_a, a), "a"),
+        Case(
+            "slimllm",
+            "nonfinite",
+            "fit_output_regression NaN target",
+            lambda: fit_output_regression(a, torch.full_like(a, NAN)),
+            "y",
+        ),
+        Case(
+            "slimllm",
+            "shape",
+            "fit_output_regression shapes",
+            lambda: fit_output_regression(a, a[:, :2]),
+            "y",
+        ),
+    ]
+
+
+def _dycodeeval() -> list[Case]:
+    from icml25.agents.dycodeeval import extract_function_params, sentence_bleu, tfidf_cosine
+
+    return [
+        Case("dycodeeval", "dtype", "sentence_bleu None", lambda: sentence_bleu(None, "a b"), "reference"),  # type: ignore[arg-type]
+        Case(
+            "dycodeeval",
+            "dtype",
+            "sentence_bleu hypothesis int",
+            lambda: sentence_bleu("a b", 3),
+            "hypothesis",
+        ),  # type: ignore[arg-type]
+        Case("dycodeeval", "empty", "tfidf_cosine no pairs", lambda: tfidf_cosine([]), "pairs"),
+        Case(
+            "dycodeeval",
+            "dtype",
+            "extract_function_params unparsable",
+            lambda: extract_function_params("def f(:\n", "f"),
+            "code",
+        ),
+        Case(
+            "dycodeeval", "size", "sentence_bleu max_n 0", lambda: sentence_bleu("a", "a", max_n=0), "max_n"
+        ),
+    ]
+
+
+def _lexmorl() -> list[Case]:
+    from icml25.rl.lexicographic_morl import LLRL, evaluate_policy, one_hot_features
+
+    P = np.full((2, 2, 2), 0.5)
+    R = np.zeros((1, 2, 2))
+    bad_probs = np.full((1, 2, 2), 0.5)
+    bad_probs[0, 0, 0] = NAN
+    phi = one_hot_features(2, 2)
+    nan_phi = phi.copy()
+    nan_phi[0, 0, 0] = NAN
+    rng = np.random.default_rng(0)
+    return [
+        Case("lexicographic_morl", "size", "one_hot_features S = 0", lambda: one_hot_features(0, 3), "S"),
+        Case(
+            "lexicographic_morl",
+            "nonfinite",
+            "evaluate_policy NaN probabilities",
+            lambda: evaluate_policy(P, R, 1, bad_probs),
+            "pi_probs",
+        ),
+        Case(
+            "lexicographic_morl",
+            "nonfinite",
+            "LLRL NaN features",
+            lambda: LLRL(nan_phi, H=1, m=1, K=1, lam=1.0, rng=rng),
+            "phi",
+        ),
+        Case(
+            "lexicographic_morl",
+            "shape",
+            "evaluate_policy wrong shape",
+            lambda: evaluate_policy(P, R, 1, np.ones((3, 3))),
+            "pi_probs",
+        ),
+    ]
+
+
+def _mrpe() -> list[Case]:
+    from icml25.rl.multi_reward_policy_eval import FiniteRewardSet, empirical_transitions
+
+    return [
+        Case(
+            "multi_reward_policy_eval",
+            "shape",
+            "empirical_transitions 2-D",
+            lambda: empirical_transitions(np.ones((2, 2))),
+            "counts",
+        ),
+        Case(
+            "multi_reward_policy_eval",
+            "size",
+            "empirical_transitions prior 0",
+            lambda: empirical_transitions(np.ones((2, 2, 2)), prior=0),
+            "prior",
+        ),
+        Case(
+            "multi_reward_policy_eval",
+            "nonfinite",
+            "FiniteRewardSet NaN",
+            lambda: FiniteRewardSet(np.array([[NAN, 1.0]])),
+            "reward",
+        ),
+    ]
+
+
+CASES: list[Case] = [
+    *_rfm(),
+    *_lvlingam(),
+    *_monotonic(),
+    *_tarflow(),
+    *_pde(),
+    *_condensed(),
+    *_slimllm(),
+    *_dycodeeval(),
+    *_lexmorl(),
+    *_mrpe(),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.slug}:{c.what}")
+def test_bad_input_gives_a_clear_error(case: Case) -> None:
+    with pytest.raises((ValueError, TypeError), match=case.match) as info:
+        case.call()
+    assert type(info.value).__module__ == "builtins", f"a library error, not {type(info.value)}"
+
+
+def test_every_implemented_paper_joins_the_battery() -> None:
+    implemented = {p.slug for p in PAPERS if p.implemented}
+    covered = {c.slug for c in CASES}
+    missing = sorted(implemented - covered - set(PENDING))
+    assert not missing, f"add bad-input cases for {missing} to tests/test_bad_input.py"
+    assert not set(PENDING) & covered, "a pending paper has entries now: remove it from PENDING"
