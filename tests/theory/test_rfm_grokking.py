@@ -653,7 +653,7 @@ def test_operation_override_yields_criteria_the_check_measures(tmp_path) -> None
     }
     config = CHECK.config("small", overrides)
     claim = CHECK.claim_for(config)
-    assert claim.headline == "sub_groks" and claim.headline_baseline == "fixed_kernel.sub/test_acc"
+    assert claim.headline == "sub_groks" and claim.headline_baseline == "fixed_kernel.sub/final_test_acc"
     assert all(c.name.startswith("sub_") and c.metric.startswith("sub/") for c in claim.criteria)
     assert any(c.description.endswith("by iteration 8") for c in claim.criteria)
     ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
