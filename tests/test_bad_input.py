@@ -21,8 +21,8 @@ from icml25.catalog import PAPERS
 
 KINDS = ("shape", "nonfinite", "empty", "dtype", "size")
 
-# Implemented papers whose entries the lead adds (their folders are being written right now).
-PENDING = ("residual_matrix_transformer", "turing_programs", "wgformer")
+# Implemented papers that have not joined yet (none: every paper has entries).
+PENDING: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -404,6 +404,53 @@ def _mrpe() -> list[Case]:
     ]
 
 
+def _rmt() -> list[Case]:
+    from icml25.language.residual_matrix_transformer import ResidualMatrixTransformer, RMTConfig, read
+
+    small = dict(vocab_size=16, n_ctx=8, n_layers=1, d_value=4, rank=2, d_ff=8)
+    model = ResidualMatrixTransformer(RMTConfig(d_key=4, **small))  # type: ignore[arg-type]
+    slug = "residual_matrix_transformer"
+    return [
+        Case(slug, "size", "RMTConfig d_key=0", lambda: RMTConfig(d_key=0, **small), "d_key"),  # type: ignore[arg-type]
+        Case(slug, "dtype", "float tokens", lambda: model(torch.zeros(2, 4)), "tokens"),
+        Case(slug, "shape", "longer than n_ctx", lambda: model(torch.zeros(2, 9, dtype=torch.long)), "n_ctx"),
+        Case(
+            slug,
+            "shape",
+            "read with mismatched keys",
+            lambda: read(torch.zeros(3, 4), torch.zeros(2, 5)),
+            "d_key",
+        ),
+    ]
+
+
+def _turing() -> list[Case]:
+    from icml25.language.turing_programs import AdditionTask, DecoderConfig, hard_alibi_mask
+
+    slug = "turing_programs"
+    return [
+        Case(slug, "size", "hard_alibi_mask seq_len=0", lambda: hard_alibi_mask(0, [1, None]), "seq_len"),
+        Case(slug, "size", "AdditionTask min_len=0", lambda: AdditionTask(min_len=0, max_len=3), "min_len"),
+        Case(slug, "size", "DecoderConfig vocab_size=0", lambda: DecoderConfig(vocab_size=0), "vocab_size"),
+    ]
+
+
+def _wgformer() -> list[Case]:
+    from icml25.life.wgformer import WGFormerConfig, kabsch_rotation
+
+    slug = "wgformer"
+    return [
+        Case(slug, "size", "WGFormerConfig layers=0", lambda: WGFormerConfig(layers=0), "layers"),
+        Case(
+            slug,
+            "shape",
+            "kabsch on 2-D points",
+            lambda: kabsch_rotation(np.zeros((4, 2)), np.zeros((4, 2))),
+            "p and q",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -415,6 +462,9 @@ CASES: list[Case] = [
     *_dycodeeval(),
     *_lexmorl(),
     *_mrpe(),
+    *_rmt(),
+    *_turing(),
+    *_wgformer(),
 ]
 
 
