@@ -414,6 +414,7 @@ def _rmt() -> list[Case]:
         Case(slug, "size", "RMTConfig d_key=0", lambda: RMTConfig(d_key=0, **small), "d_key"),  # type: ignore[arg-type]
         Case(slug, "dtype", "float tokens", lambda: model(torch.zeros(2, 4)), "tokens"),
         Case(slug, "shape", "longer than n_ctx", lambda: model(torch.zeros(2, 9, dtype=torch.long)), "n_ctx"),
+        Case(slug, "empty", "empty token batch", lambda: model(torch.zeros(0, 4, dtype=torch.long)), "tokens"),
         Case(
             slug,
             "shape",

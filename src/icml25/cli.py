@@ -19,7 +19,6 @@ from typing import Any, NoReturn
 from icml25.catalog import PAPERS, Paper, UnknownSlugError, get_paper
 
 EXIT_OK, EXIT_NOT_REPRODUCED, EXIT_ERROR = 0, 1, 2
-MAX_SEEDS = 1000  # --seeds above this is a typo, not an experiment
 
 LIST_EPILOG = """examples:
   icml25 list
@@ -279,6 +278,7 @@ def _print_result(result: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from icml25.core.check import MAX_SEEDS
     from icml25.core.config import parse_overrides
     from icml25.core.progress import make_reporter
     from icml25.nn.distributed import get_accelerator, is_main_process

@@ -44,6 +44,8 @@ from icml25.core.progress import NullReporter, Reporter
 from icml25.core.results import ResultStore
 from icml25.core.runtime import environment, seed_everything, set_threads, utc_now
 
+MAX_SEEDS = 1000  # more seeds than this in one run is a typo, not an experiment
+
 __all__ = ["ClaimCheck", "SeedOutcome", "RunContext", "NeedsResource", "FIGURE_FAILURE_NOTE"]
 
 #: Prefix of the note a run records when its figure code raised (the measured result is kept).
@@ -163,10 +165,14 @@ class ClaimCheck(Generic[C]):
         config = self.config(scale, overrides)
         if seeds is None:
             count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
-            if count < 1:
-                raise ConfigError(f"--seeds must be at least 1, got {count}")
+            if not 1 <= count <= MAX_SEEDS:
+                raise ConfigError(f"n_seeds must be between 1 and {MAX_SEEDS}, got {count}")
             seeds = list(range(count))
         seeds = [int(s) for s in seeds]
+        if not seeds or len(seeds) > MAX_SEEDS:
+            raise ConfigError(f"seeds must hold between 1 and {MAX_SEEDS} seeds, got {len(seeds)}")
+        if any(s < 0 for s in seeds):
+            raise ConfigError(f"seeds must be non-negative, got {seeds}")
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds must be distinct, got {seeds}")
         reporter = reporter or NullReporter()

@@ -235,8 +235,8 @@ def _check_tokens(tokens: Tensor, vocab_size: int, n_ctx: int) -> None:
         raise TypeError(
             f"tokens must be an integer tensor (batch, seq), got {getattr(tokens, 'dtype', tokens)}"
         )
-    if tokens.ndim != 2 or tokens.shape[1] < 1:
-        raise ValueError(f"tokens must be (batch, seq) with seq >= 1, got {tuple(tokens.shape)}")
+    if tokens.ndim != 2 or tokens.shape[0] < 1 or tokens.shape[1] < 1:
+        raise ValueError(f"tokens must be (batch, seq) with batch, seq >= 1, got {tuple(tokens.shape)}")
     if tokens.shape[1] > n_ctx:
         raise ValueError(f"tokens has {tokens.shape[1]} positions, more than n_ctx={n_ctx}")
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size):
