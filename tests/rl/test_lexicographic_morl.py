@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from icml25.rl.lexicographic_morl import (
     LLRL,
     LSVIUCB,
+    ArmSpec,
     LexGreedyLSVI,
     LinearMOMDP,
     LinearRegressionState,
@@ -25,6 +27,7 @@ from icml25.rl.lexicographic_morl import (
     make_lex_tabular_mdp,
     misspecify,
     one_hot_features,
+    run_regret_batch,
     run_regret_experiment,
     tradeoff_lambda,
 )
@@ -280,18 +283,26 @@ def test_full_preset_constructs_and_runs_one_short_step(tmp_path) -> None:  # no
     from icml25.core.progress import NullReporter
     from icml25.rl.lexicographic_morl.check import CHECK
 
-    assert CHECK.config("full").K == 20_000
+    assert CHECK.config("full").K == 200_000
+    assert CHECK.config("small").K == 40_000  # issue 29: ten times the first small run's K
     short = CHECK.config("full", {"K": 12})
     ctx = RunContext(slug=CHECK.slug, scale="full", run_dir=tmp_path, reporter=NullReporter())
     outcome = CHECK.run_seed(short, 0, ctx)
     assert outcome.metrics["llrl"]["lambda_star"] == pytest.approx(2.0)
     assert {"llrl_m3", "llrl_misspec", "lsvi_obj1"} <= set(outcome.metrics)
+    # the in-run comparison with the per-agent path: same regret, and a timing
+    assert outcome.metrics["llrl"]["naive_vs_batched_max_abs_diff"] <= 1e-9
+    assert outcome.metrics["llrl"]["speedup"] > 0
 
 
 def test_figures_are_drawn_with_every_variant() -> None:
     from icml25.rl.lexicographic_morl.check import CHECK
 
-    result = CHECK.run("tiny", seeds=[0, 1], overrides={"run_m3": True, "run_misspec": True, "K": 20})
+    result = CHECK.run(
+        "tiny",
+        seeds=[0, 1],
+        overrides={"run_m3": True, "run_misspec": True, "K": 20, "speedup_episodes": 0},
+    )
     assert [f.file for f in result.figures] == ["regret_curves.png", "lambda_and_beta.png", "variants.png"]
 
 
@@ -326,3 +337,103 @@ def test_small_criteria_are_measured_under_size_overrides(tmp_path) -> None:  # 
     assert claim == CHECK.claim  # no criterion depends on the preset's sizes
     results = [evaluate_criterion(c, metrics) for c in claim.criteria]
     assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
+
+
+# ---------------------------------------------------------------- the vectorised runner
+
+
+def _batch_arms(S: int = 3, H: int = 3, K: int = 80) -> tuple[list[tuple[Any, LinearMOMDP]], list[ArmSpec]]:
+    """Every kind of agent, with m = 2 and m = 3 and misspecified (d = 4) features, naive and batched."""
+    mdp = make_lex_tabular_mdp(S, H, 2, seed=1)
+    mdp3 = make_lex_tabular_mdp(S, H, 3, seed=1)
+    mis = misspecify(mdp, 4, seed=1)
+    beta = 0.3
+    rng = np.random.default_rng(0)
+    naive: list[tuple[Any, LinearMOMDP]] = [
+        (LLRL(mdp.phi, H=H, m=2, K=K, lam=2.0, beta=beta, rng=rng), mdp),
+        (LLRL(mdp.phi, H=H, m=2, K=K, lam=8.0, beta=2 * beta, rng=rng), mdp),
+        (LSVIUCB(mdp.phi, H=H, m=2, K=K, weights=[1.0, 0.0], beta=beta, rng=rng), mdp),
+        (LSVIUCB(mdp.phi, H=H, m=2, K=K, weights=[1.0, 1.0], beta=beta, rng=rng), mdp),
+        (LexGreedyLSVI(mdp.phi, H=H, m=2, K=K, beta=beta, rng=rng), mdp),
+        (UniformAgent(mdp.phi, H, 2, K, rng), mdp),
+        (LLRL(mdp3.phi, H=H, m=3, K=K, lam=2.0, beta=beta, rng=rng), mdp3),
+        (LexGreedyLSVI(mdp3.phi, H=H, m=3, K=K, beta=beta, rng=rng), mdp3),
+        (LSVIUCB(mdp3.phi, H=H, m=3, K=K, weights=[1.0, 0.5, 0.0], beta=beta, rng=rng), mdp3),
+        (LLRL(mis.phi, H=H, m=2, K=K, lam=2.0, beta=beta, rng=rng), mis),
+    ]
+    specs = [
+        ArmSpec("llrl", mdp, beta=beta, lam=2.0),
+        ArmSpec("llrl", mdp, beta=2 * beta, lam=8.0),
+        ArmSpec("lsvi", mdp, beta=beta, weights=(1.0, 0.0)),
+        ArmSpec("lsvi", mdp, beta=beta, weights=(1.0, 1.0)),
+        ArmSpec("lex_greedy", mdp, beta=beta),
+        ArmSpec("uniform", mdp),
+        ArmSpec("llrl", mdp3, beta=beta, lam=2.0),
+        ArmSpec("lex_greedy", mdp3, beta=beta),
+        ArmSpec("lsvi", mdp3, beta=beta, weights=(1.0, 0.5, 0.0)),
+        ArmSpec("llrl", mis, beta=beta, lam=2.0),
+    ]
+    return naive, specs
+
+
+def test_batched_runner_equals_the_per_agent_path() -> None:
+    K = 80
+    naive, specs = _batch_arms(K=K)
+    # shuffled order: the runner groups kinds internally but must answer in the caller's order
+    perm = [3, 0, 9, 5, 1, 7, 2, 8, 4, 6]
+    batch = run_regret_batch([specs[i] for i in perm], K=K, env_seed=[7, 999])
+    for j, i in enumerate(perm):
+        agent, env = naive[i]
+        ref = run_regret_experiment(env, agent, K=K, rng=np.random.default_rng([7, 999]))
+        assert batch[j].regret.shape == ref.regret.shape == (env.n_objectives, K)
+        np.testing.assert_allclose(batch[j].regret, ref.regret, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(batch[j].v_star, ref.v_star, atol=1e-12)
+
+
+def test_batched_prefix_is_the_start_of_the_full_run() -> None:
+    _, specs = _batch_arms(K=50)
+    full = run_regret_batch(specs, K=50, env_seed=3)
+    part = run_regret_batch(specs, K=50, env_seed=3, episodes=20)
+    for f, p in zip(full, part, strict=True):
+        assert p.regret.shape[1] == 20
+        np.testing.assert_array_equal(p.regret, f.regret[:, :20])
+
+
+def test_batched_sherman_morrison_widths_match_a_direct_inverse() -> None:
+    # after K episodes an agent's widths equal ||phi||_{U^-1} with U = I + sum phi phi^T built directly
+    mdp = misspecify(make_lex_tabular_mdp(3, 2, 2, seed=4), 4, seed=4)
+    agent = LLRL(mdp.phi, H=2, m=2, K=30, lam=2.0, beta=0.3, rng=np.random.default_rng(0))
+    run_regret_experiment(mdp, agent, K=30, rng=np.random.default_rng(5))
+    for h in range(2):
+        U = np.linalg.inv(agent.stats.U_inv[h])
+        F = mdp.phi.reshape(-1, mdp.dim)
+        direct = np.sqrt(np.einsum("nd,de,ne->n", F, np.linalg.inv(U), F)).reshape(3, 4)
+        np.testing.assert_allclose(agent.widths()[h], direct, atol=1e-10)
+
+
+def test_batched_runner_rejects_bad_input() -> None:
+    mdp = make_lex_tabular_mdp(3, 2, 2, seed=0)
+    other = make_lex_tabular_mdp(4, 2, 2, seed=0)
+    ok = ArmSpec("llrl", mdp, beta=0.5, lam=1.0)
+    with pytest.raises(ValueError, match="kind"):
+        ArmSpec("sarsa", mdp)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="beta"):
+        ArmSpec("llrl", mdp, beta=0.0)
+    with pytest.raises(ValueError, match="beta"):
+        ArmSpec("lsvi", mdp, beta=float("nan"), weights=(1.0, 0.0))
+    with pytest.raises(ValueError, match="weights"):
+        ArmSpec("lsvi", mdp, beta=0.5, weights=(1.0,))
+    with pytest.raises(ValueError, match="weights"):
+        ArmSpec("lsvi", mdp, beta=0.5)
+    with pytest.raises(ValueError, match="lam"):
+        ArmSpec("llrl", mdp, beta=0.5, lam=-1.0)
+    with pytest.raises(ValueError, match="arms"):
+        run_regret_batch([], K=10, env_seed=0)
+    with pytest.raises(TypeError, match=r"arms\[1\]"):
+        run_regret_batch([ok, "llrl"], K=10, env_seed=0)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="K must be a positive integer"):
+        run_regret_batch([ok], K=0, env_seed=0)
+    with pytest.raises(ValueError, match="episodes"):
+        run_regret_batch([ok], K=10, env_seed=0, episodes=11)
+    with pytest.raises(ValueError, match=r"arms\[1\] has \(S, H\)"):
+        run_regret_batch([ok, ArmSpec("uniform", other)], K=10, env_seed=0)

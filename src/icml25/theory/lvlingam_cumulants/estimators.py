@@ -180,7 +180,11 @@ def marginal_cumulants(cum: Cumulants, roots: np.ndarray, j: int, i: int) -> np.
 
 
 def min_dist_perm(v1: np.ndarray, v2: np.ndarray) -> tuple[int, ...]:
-    """The permutation ``perm`` minimising ``sum_k |v1[k] - v2[perm[k]]|`` (first one on ties)."""
+    """The permutation ``perm`` minimising ``sum_k |v1[k] - v2[perm[k]]|`` (first one on ties).
+
+    As in the released code. The L1 cost ties exactly whenever every ``v1`` lies on one side of every
+    ``v2`` (all assignments then cost the same), so floating-point rounding can decide the pick.
+    """
     v1, v2 = np.asarray(v1, dtype=float), np.asarray(v2, dtype=float)
     if v1.shape != v2.shape or v1.ndim != 1:
         raise ValueError(f"v1 and v2 must be 1-D of equal length, got {v1.shape} and {v2.shape}")
