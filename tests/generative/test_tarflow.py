@@ -18,6 +18,7 @@ from icml25.generative.tarflow import (
     TarFlow,
     TarFlowConfig,
     TrainConfig,
+    TrainResult,
     bayes_classify,
     bits_per_dim,
     denoise,
@@ -480,6 +481,7 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
         seeds=[0],
         overrides={
             "steps": 1,
+            "lrs": (1e-3,),  # one rate: the sweep is tested at tiny
             "cond_steps": 1,
             "n_train": 64,
             "n_test": 20,
@@ -495,4 +497,71 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
     n_tf, n_cp = m["tarflow"]["params"].mean, m["coupling"]["params"].mean
     assert abs(n_cp - n_tf) <= 0.1 * n_tf and n_tf > 1e6
     assert math.isfinite(m["tarflow"]["test_bpd"].mean)
-    assert len(result.criteria) == 2
+    assert {c.name for c in result.criteria} == {"beats_coupling", "flip_helps", "params_matched"}
+
+
+# ---------------------------------------------------------------- the learning-rate sweep (issue 29)
+
+
+def _arm_run(best_val: float):
+    from icml25.generative.tarflow.check import ArmRun
+
+    return ArmRun(metrics={"best_val_bpd": best_val}, curves={}, samples=[], seconds={})
+
+
+def test_choose_lr_takes_the_lowest_validation_and_never_a_diverged_rate() -> None:
+    from icml25.generative.tarflow.check import choose_lr
+
+    assert choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(2.4), 4e-3: _arm_run(2.6)}) == 2e-3
+    assert (
+        choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(float("nan")), 4e-3: _arm_run(float("inf"))}) == 1e-3
+    )
+    assert choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(2.5)}) == 1e-3  # a tie: the first
+
+
+def test_val_gain_last_quarter_measures_the_late_improvement() -> None:
+    from icml25.generative.tarflow.check import _val_gain_last_quarter
+
+    def res(vals: list[float]) -> TrainResult:
+        steps = tuple(range(1, 101))
+        val_steps = tuple(range(10, 101, 10))
+        return TrainResult(steps, (0.0,) * 100, val_steps, tuple(vals), 0, min(vals), 0.0)
+
+    # best up to step 75 (the first 7 evaluations) is 3.0; the final best 2.5
+    assert _val_gain_last_quarter(res([5, 4, 3.5, 3.2, 3.1, 3.05, 3.0, 2.9, 2.6, 2.5])) == pytest.approx(0.5)
+    assert _val_gain_last_quarter(res([5, 4, 3, 2, 2, 2, 2, 2.1, 2.2, 2.3])) == 0.0  # flat: no gain
+
+
+@pytest.mark.parametrize("lrs", [(), (0.0,), (-1e-3,), (float("nan"),), (1e-3, 1e-3)])
+def test_check_config_rejects_bad_learning_rate_grids(lrs: tuple[float, ...]) -> None:
+    from icml25.generative.tarflow.check import TarFlowCheckConfig
+
+    with pytest.raises(ValueError, match="lrs"):
+        TarFlowCheckConfig(lrs=lrs)
+
+
+def test_small_preset_is_the_fair_protocol() -> None:
+    from icml25.generative.tarflow.check import CHECK
+
+    config = CHECK.config("small")
+    assert config.layers_per_block == 4 and len(config.lrs) >= 2 and config.sweep_seed == 0
+    claim = CHECK.claim_for(config)
+    assert claim.headline == "beats_coupling"
+    assert {c.name for c in claim.criteria_at("small")} == {"beats_coupling", "flip_helps", "params_matched"}
+
+
+def test_tiny_run_reuses_the_sweep_for_the_sweep_seed_and_records_the_choice() -> None:
+    from icml25.generative.tarflow.check import ARMS, CHECK
+
+    config = CHECK.config("tiny")
+    result = CHECK.run("tiny", seeds=[0], overrides={"conditional": False})
+    sweep = result.series["0"]["sweep"]
+    for arm in ARMS:
+        lr = result.metrics[arm]["lr"].mean
+        assert lr in config.lrs
+        # the chosen rate is the one with the lowest validation bits/dim of the sweep, and seed 0's
+        # reported best validation is that sweep run's
+        vals = {float(k): v for k, v in sweep[arm].items()}
+        assert vals[lr] == min(vals.values())
+        assert result.metrics[arm]["best_val_bpd"].mean == pytest.approx(vals[lr])
+    assert result.metrics["coupling"]["param_gap"].mean <= 0.1

@@ -23,7 +23,7 @@ from __future__ import annotations
 from .data import MultiPDEData, make_multi_pde_data
 from .dit import DiTBaseline, DiTConfig, match_dit_width
 from .model import PRESETS, PDETransformer, PDETransformerConfig, PDETransformerSC
-from .training import TrainConfig, evaluate, nrmse, rollout, train_next_step
+from .training import TrainConfig, evaluate, nrmse, rollout, train_flops_per_sample, train_next_step
 
 __all__ = [
     "PRESETS",
@@ -39,5 +39,6 @@ __all__ = [
     "match_dit_width",
     "nrmse",
     "rollout",
+    "train_flops_per_sample",
     "train_next_step",
 ]

@@ -12,7 +12,7 @@ and masks padded outputs). The PDE label of a sample is its family's index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -32,6 +32,8 @@ class MultiPDEData:
         test: ``[F, N_test, T, C, H, W]`` normalised test trajectories.
         mean, std: ``[F, C]`` per-family channel statistics (padded channels: 0 and 1).
         channel_mask: ``[F, C]`` bool, True for real (not padded) channels.
+        val: ``[F, N_val, T, C, H, W]`` normalised validation trajectories (for choosing
+            hyperparameters), or None when none were simulated.
     """
 
     families: tuple[str, ...]
@@ -40,6 +42,13 @@ class MultiPDEData:
     mean: Tensor
     std: Tensor
     channel_mask: Tensor
+    val: Tensor | None = None
+
+    def validation(self) -> MultiPDEData:
+        """The same data with the validation trajectories in place of the test ones (for ``evaluate``)."""
+        if self.val is None:
+            raise ValueError("this data set has no validation trajectories (make it with n_val >= 1)")
+        return replace(self, test=self.val, val=None)
 
     @property
     def n_channels(self) -> int:
@@ -68,12 +77,17 @@ def make_multi_pde_data(
     seed: int,
     channels: int = 2,
     cache: bool = True,
+    n_val: int = 0,
 ) -> MultiPDEData:
     """Simulate (or load from the cache) and normalise a multi-family data set.
 
     Trajectories of family ``i`` come from ``simulate(name, seed=seed * 1000 + i)``; the first
-    ``n_train`` are the train split.
+    ``n_train`` are the train split, the next ``n_test`` the test split and the last ``n_val`` (if
+    any; a separate simulation, ``seed=seed * 1000 + 500 + i``, so the train and test trajectories do
+    not depend on ``n_val``) the validation split, normalised with the train statistics.
     """
+    if n_val < 0:
+        raise ValueError(f"n_val must be >= 0, got {n_val}")
     if not families:
         raise ValueError("families must name at least one PDE family")
     if n_train < 1 or n_test < 1 or n_frames < 2:
@@ -81,7 +95,7 @@ def make_multi_pde_data(
     for name in families:
         if get_family(name).n_fields > channels:
             raise ValueError(f"{name} has {get_family(name).n_fields} fields, more than channels={channels}")
-    trains, tests, means, stds, masks = [], [], [], [], []
+    trains, tests, vals, means, stds, masks = [], [], [], [], [], []
     for i, name in enumerate(families):
         traj = simulate(
             name, n_traj=n_train + n_test, n_frames=n_frames, res=res, seed=seed * 1000 + i, cache=cache
@@ -95,6 +109,12 @@ def make_multi_pde_data(
         u = torch.cat([u, pad], dim=2)
         trains.append(u[:n_train])
         tests.append(u[n_train:])
+        if n_val:
+            v = simulate(
+                name, n_traj=n_val, n_frames=n_frames, res=res, seed=seed * 1000 + 500 + i, cache=cache
+            ).u
+            v = (v - mean[:, None, None]) / std[:, None, None]
+            vals.append(torch.cat([v, torch.zeros(v.shape[0], v.shape[1], channels - c, res, res)], dim=2))
         means.append(torch.cat([mean, torch.zeros(channels - c)]))
         stds.append(torch.cat([std, torch.ones(channels - c)]))
         masks.append(torch.arange(channels) < c)
@@ -105,4 +125,5 @@ def make_multi_pde_data(
         mean=torch.stack(means),
         std=torch.stack(stds),
         channel_mask=torch.stack(masks),
+        val=torch.stack(vals) if vals else None,
     )

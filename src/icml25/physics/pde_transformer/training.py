@@ -27,7 +27,15 @@ from icml25.nn.train import FitConfig, fit
 
 from .data import MultiPDEData
 
-__all__ = ["nrmse", "rollout", "TrainConfig", "TrainResult", "train_next_step", "evaluate"]
+__all__ = [
+    "nrmse",
+    "rollout",
+    "TrainConfig",
+    "TrainResult",
+    "train_next_step",
+    "evaluate",
+    "train_flops_per_sample",
+]
 
 Surrogate = Callable[[Tensor, Tensor], Tensor]  # (x [B, C, H, W], labels [B]) -> next state
 
@@ -174,3 +182,31 @@ def evaluate(
         pred = rollout(model, x0, rollout_steps, lab, cm.expand(len(x0), -1))
         curves.append(nrmse(data.denormalize(pred, f), data.denormalize(truth, f), cm).mean(dim=0))
     return {"nrmse1": torch.stack(one), "curve": torch.stack(curves)}
+
+
+def train_flops_per_sample(model: nn.Module, in_channels: int, res: int) -> float:
+    """Floating-point operations of one training step's forward and backward pass, per sample.
+
+    Counted by :class:`torch.utils.flop_counter.FlopCounterMode` on one ``[1, in_channels, res, res]``
+    input (label 0, loss = mean square of the output) with attention forced onto PyTorch's math
+    kernel, so that its matrix products are counted (the fused CPU attention kernel is invisible to
+    the counter). Matrix products and convolutions only: element-wise work and the optimiser step are
+    not counted (the same for every model). Gradients the call leaves on ``model`` are cleared.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if res < 1 or in_channels < 1:
+        raise ValueError(f"res and in_channels must be >= 1, got {res} and {in_channels}")
+    param = next(model.parameters())
+    x = torch.zeros(1, in_channels, res, res, device=param.device, dtype=param.dtype)
+    labels = torch.zeros(1, dtype=torch.long, device=param.device)
+    was_training = model.training
+    model.train()
+    try:
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+            model(x, labels).pow(2).mean().backward()
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+    return float(counter.get_total_flops())
