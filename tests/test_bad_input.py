@@ -414,7 +414,9 @@ def _rmt() -> list[Case]:
         Case(slug, "size", "RMTConfig d_key=0", lambda: RMTConfig(d_key=0, **small), "d_key"),  # type: ignore[arg-type]
         Case(slug, "dtype", "float tokens", lambda: model(torch.zeros(2, 4)), "tokens"),
         Case(slug, "shape", "longer than n_ctx", lambda: model(torch.zeros(2, 9, dtype=torch.long)), "n_ctx"),
-        Case(slug, "empty", "empty token batch", lambda: model(torch.zeros(0, 4, dtype=torch.long)), "tokens"),
+        Case(
+            slug, "empty", "empty token batch", lambda: model(torch.zeros(0, 4, dtype=torch.long)), "tokens"
+        ),
         Case(
             slug,
             "shape",
@@ -452,6 +454,191 @@ def _wgformer() -> list[Case]:
     ]
 
 
+def _local_glivenko_cantelli() -> list[Case]:
+    from icml25.theory.local_glivenko_cantelli import (
+        EmpiricalMean,
+        complexity_T,
+        exact_sup_risk,
+        polynomial,
+        sample_counts,
+    )
+
+    slug = "local_glivenko_cantelli"
+    return [
+        Case(slug, "shape", "complexity_T 2-D means", lambda: complexity_T(np.full((2, 2), 0.1)), "p"),
+        Case(
+            slug, "nonfinite", "sample_counts NaN mean", lambda: sample_counts(np.array([0.1, NAN]), 5), "p"
+        ),
+        Case(
+            slug, "empty", "exact_sup_risk no coordinate", lambda: exact_sup_risk(EmpiricalMean(), [], 5), "p"
+        ),
+        Case(slug, "dtype", "EME string counts", lambda: EmpiricalMean()(np.array(["1", "2"]), 5), "Y"),
+        Case(
+            slug, "nonfinite", "EME infinite count", lambda: EmpiricalMean()(np.array([1.0, np.inf]), 5), "Y"
+        ),
+        Case(slug, "size", "polynomial D = 0", lambda: polynomial(0), "D"),
+        Case(slug, "size", "sample_counts n = 0", lambda: sample_counts(np.array([0.1]), 0), "n"),
+    ]
+
+
+def _dcg_statistics() -> list[Case]:
+    from icml25.theory.dcg_statistics import ConceptGrid, make_learner, make_split, sensitivity
+
+    rng = np.random.default_rng(0)
+    grid = ConceptGrid(k_a=3, k_b=3, dim=4, noise=0.3, seed=0)
+    s = grid.sample(np.array([[0, 0], [1, 1], [2, 2], [0, 1]]), 3, rng)
+    y = np.zeros(len(s), dtype=np.int64)
+    X_nan = s.X.copy()
+    X_nan[0, 0] = NAN
+    return [
+        Case(
+            "dcg_statistics",
+            "shape",
+            "ConceptGrid.sample combos not (c, 2)",
+            lambda: grid.sample(np.zeros((4, 3), dtype=int), 2, rng),
+            "combos",
+        ),
+        Case(
+            "dcg_statistics",
+            "nonfinite",
+            "knn fit NaN inputs",
+            lambda: make_learner("knn").fit(X_nan, y, s.combos, 2),
+            "X",
+        ),
+        Case(
+            "dcg_statistics",
+            "dtype",
+            "logistic fit float labels",
+            lambda: make_learner("logistic").fit(s.X, y.astype(float), s.combos, 2),
+            "y",
+        ),
+        Case(
+            "dcg_statistics",
+            "empty",
+            "sensitivity of no predictions",
+            lambda: sensitivity(
+                np.zeros((0, 5), dtype=int), np.zeros((0, 3, 3), dtype=int), np.eye(3, dtype=bool)
+            ),
+            "pred_unseen",
+        ),
+        Case(
+            "dcg_statistics",
+            "size",
+            "make_split seen_frac 0",
+            lambda: make_split(3, 3, 0.0, rng=rng),
+            "seen_frac",
+        ),
+        Case("dcg_statistics", "size", "ConceptGrid k_a 0", lambda: ConceptGrid(k_a=0), "k_a"),
+        Case(
+            "dcg_statistics",
+            "size",
+            "ConceptGrid.sample n_per_combo 0",
+            lambda: grid.sample(np.array([[0, 0]]), 0, rng),
+            "n_per_combo",
+        ),
+    ]
+
+
+def _moe_sgd() -> list[Case]:
+    from icml25.theory.moe_sgd import ClusteredSIMTask, MoE, StageSchedule, loglog_slope, overlaps
+
+    task = ClusteredSIMTask(8, 2, seed=0)
+    rng = np.random.default_rng(0)
+    return [
+        Case(
+            "moe_sgd",
+            "shape",
+            "labels wrong width",
+            lambda: task.labels(np.ones((3, 7)), np.zeros(3, int)),
+            "X",
+        ),
+        Case(
+            "moe_sgd",
+            "nonfinite",
+            "labels NaN inputs",
+            lambda: task.labels(np.full((3, 8), NAN), np.zeros(3, int)),
+            "X",
+        ),
+        Case(
+            "moe_sgd",
+            "empty",
+            "labels no samples",
+            lambda: task.labels(np.ones((0, 8)), np.zeros(0, int)),
+            "X",
+        ),
+        Case(
+            "moe_sgd",
+            "dtype",
+            "labels string inputs",
+            lambda: task.labels(np.full((3, 8), "a"), np.zeros(3, int)),
+            "X",
+        ),
+        Case(
+            "moe_sgd", "shape", "overlaps wrong width", lambda: overlaps(np.ones((2, 5)), task), "directions"
+        ),
+        Case("moe_sgd", "size", "task d too small", lambda: ClusteredSIMTask(4, 2), "d"),
+        Case("moe_sgd", "size", "MoE zero experts", lambda: MoE(8, 0, 2, rng=rng), "n_experts"),
+        Case("moe_sgd", "size", "stage of zero samples", lambda: StageSchedule(0, 1, 1), "stage1"),
+        Case("moe_sgd", "size", "slope from one dimension", lambda: loglog_slope([8], [1.0]), "dims"),
+    ]
+
+
+def _pnba() -> list[Case]:
+    from icml25.life.pnba import PNBA, PNBAConfig, SyntheticPopulationConfig, preservation_stats
+
+    slug = "pnba"
+
+    def model() -> PNBA:
+        return PNBA(PNBAConfig(n_recordings=1, max_neurons=8, T=8, hidden=8, channels=2, n_virtual=2))
+
+    ids = np.arange(3)
+    return [
+        Case(
+            slug,
+            "shape",
+            "encode_neural 2-D spikes",
+            lambda: model().encode_neural(torch.rand(2, 5)),
+            "spikes",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "encode_neural NaN spikes",
+            lambda: model().encode_neural(torch.full((2, 5, 8), NAN)),
+            "spikes",
+        ),
+        Case(
+            slug,
+            "empty",
+            "encode_neural no trials",
+            lambda: model().encode_neural(torch.rand(0, 5, 8)),
+            "spikes",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "encode_neural integer spikes",
+            lambda: model().encode_neural(torch.ones(2, 5, 8, dtype=torch.long)),
+            "spikes",
+        ),
+        Case(
+            slug,
+            "size",
+            "PNBAConfig latent_dim=0",
+            lambda: PNBAConfig(n_recordings=1, max_neurons=4, T=8, latent_dim=0),
+            "latent_dim",
+        ),
+        Case(slug, "size", "SyntheticPopulationConfig T=0", lambda: SyntheticPopulationConfig(T=0), "T"),
+        Case(
+            slug,
+            "nonfinite",
+            "preservation_stats NaN latents",
+            lambda: preservation_stats(np.full((3, 2), NAN), np.zeros((3, 2)), ids, ids),
+            "mu_a",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -466,6 +653,10 @@ CASES: list[Case] = [
     *_rmt(),
     *_turing(),
     *_wgformer(),
+    *_local_glivenko_cantelli(),
+    *_dcg_statistics(),
+    *_moe_sgd(),
+    *_pnba(),
 ]
 
 

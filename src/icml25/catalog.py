@@ -278,6 +278,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="rule-incompatible or insensitive learners (plain MLP, kNN, majority vote)",
         tags=("stochastic", "simulated"),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="local_glivenko_cantelli",
@@ -295,6 +297,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="empirical mean estimator versus competing estimators (isotonic, thresholding, hybrid)",
         tags=("stochastic",),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="rfm_grokking",
@@ -404,6 +408,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="vanilla two-layer network trained by SGD",
         tags=("stochastic",),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="slimllm",
@@ -663,6 +669,8 @@ PAPERS: tuple[Paper, ...] = (
         ),
         baseline="deterministic contrastive alignment (CEBRA-like); manual CCA alignment",
         tags=("stochastic", "gpu", "slow", "simulated"),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="pinnsagent",

@@ -1,0 +1,344 @@
+"""Tests for PNBA (Zhu et al., ICML 2025, arXiv 2505.04331): Gaussian algebra, losses, encoder
+invariances, the simulator, the statistics and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.life.pnba import (
+    PNBA,
+    NeuronSetProjector,
+    PNBAConfig,
+    SyntheticPopulationConfig,
+    TrainConfig,
+    effective_rank,
+    gaussian_kl,
+    info_nce,
+    make_multisubject_reaching,
+    pad_recordings,
+    pca_cca_latents,
+    poisson_nll,
+    preservation_stats,
+    prob_match_loss,
+    product_of_gaussians,
+    train_pnba,
+    velocity_r2,
+)
+
+TINY_DATA = SyntheticPopulationConfig(
+    n_train_subjects=2,
+    n_val_subjects=1,
+    n_test_subjects=2,
+    sessions=2,
+    trials_per_session=16,
+    heldout_trials=16,
+    T=16,
+    neurons=(10, 20),
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_multisubject_reaching(TINY_DATA)
+
+
+def _model(objective: str = "pnba", projector: str = "attention", **kw) -> PNBA:
+    torch.manual_seed(0)
+    return PNBA(
+        PNBAConfig(
+            n_recordings=4, max_neurons=20, T=16, hidden=16, channels=4, n_virtual=4,
+            objective=objective, projector=projector, **kw,
+        )
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- Gaussian algebra and losses
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+    st.lists(st.floats(-4, 4), min_size=4, max_size=4),
+)
+def test_product_of_gaussians_is_precision_weighting(mus, lvs) -> None:
+    mu_a, mu_b = torch.tensor(mus[:2], dtype=torch.float64), torch.tensor(mus[2:], dtype=torch.float64)
+    lv_a, lv_b = torch.tensor(lvs[:2], dtype=torch.float64), torch.tensor(lvs[2:], dtype=torch.float64)
+    mu_p, lv_p = product_of_gaussians(mu_a, lv_a, mu_b, lv_b)
+    pa, pb = (-lv_a).exp(), (-lv_b).exp()  # precisions
+    torch.testing.assert_close(lv_p.exp(), 1 / (pa + pb))
+    torch.testing.assert_close(mu_p, (pa * mu_a + pb * mu_b) / (pa + pb))
+
+
+def test_product_of_gaussians_equal_inputs_halves_variance() -> None:
+    mu, lv = torch.randn(3, 5), torch.randn(3, 5)
+    mu_p, lv_p = product_of_gaussians(mu, lv, mu, lv)
+    torch.testing.assert_close(mu_p, mu)
+    torch.testing.assert_close(lv_p, lv - np.log(2.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+def test_gaussian_kl_non_negative_zero_on_identity_and_matches_torch(seed) -> None:
+    g = torch.Generator().manual_seed(seed)
+    mq, lq, mp, lp = (torch.randn(2, 3, 4, generator=g, dtype=torch.float64) for _ in range(4))
+    kl = gaussian_kl(mq, lq, mp, lp)
+    assert kl.shape == (2,) and (kl >= 0).all()
+    ref = torch.distributions.kl_divergence(
+        torch.distributions.Normal(mq, (0.5 * lq).exp()), torch.distributions.Normal(mp, (0.5 * lp).exp())
+    )
+    torch.testing.assert_close(kl, ref.flatten(1).sum(1))
+    torch.testing.assert_close(gaussian_kl(mq, lq, mq, lq), torch.zeros(2, dtype=torch.float64))
+
+
+def test_prob_match_loss_naive_reference_and_minimal_at_diagonal() -> None:
+    g = torch.Generator().manual_seed(0)
+    B = 5
+    mu_x = torch.randn(B, 3, 4, generator=g, dtype=torch.float64)
+    var_x = torch.rand(B, 3, 4, generator=g, dtype=torch.float64) * 0.1
+    mu_y = mu_x + 0.05 * torch.randn(B, 3, 4, generator=g, dtype=torch.float64)
+    var_y = torch.rand(B, 3, 4, generator=g, dtype=torch.float64) * 0.1
+    a, b = torch.tensor(0.5, dtype=torch.float64), torch.tensor(2.0, dtype=torch.float64)
+    loss = prob_match_loss(mu_y, var_y, mu_x, var_x, a, b)
+    naive = 0.0
+    for i in range(B):
+        for j in range(B):
+            d = ((mu_y[i] - mu_x[j]) ** 2).sum() + var_y[i].sum() + var_x[j].sum()
+            p = torch.sigmoid(-a * d + b)
+            naive += -torch.log(p) if i == j else -torch.log(1 - p)
+    torch.testing.assert_close(loss, naive)
+    shuffled = prob_match_loss(mu_y, var_y, mu_x.roll(1, 0), var_x.roll(1, 0), a, b)
+    assert loss < shuffled  # matched pairs on the diagonal give the lowest loss
+
+
+def test_info_nce_prefers_matched_pairs() -> None:
+    z = torch.randn(6, 8)
+    lt = torch.tensor(np.log(0.1))
+    assert info_nce(z, z, lt) < info_nce(z, z.roll(1, 0), lt)
+
+
+def test_poisson_nll_finite_masked_and_minimised_at_counts() -> None:
+    counts = torch.tensor([[[0.0, 2.0], [1.0, 3.0]]])
+    mask = torch.tensor([[True, False]])
+    nll = poisson_nll(torch.full_like(counts, 1e-12), counts * 0, mask)
+    assert torch.isfinite(nll).all()
+    assert poisson_nll(counts.clamp_min(1e-3), counts, mask) <= poisson_nll(counts + 0.5, counts, mask)
+    # the masked neuron does not count
+    torch.testing.assert_close(
+        poisson_nll(counts + 1, counts, mask), poisson_nll(counts[:, :1] + 1, counts[:, :1])
+    )
+
+
+# ---------------------------------------------------------------- encoder and model
+
+
+def test_attention_projector_is_neuron_permutation_invariant_and_accepts_any_count() -> None:
+    torch.manual_seed(0)
+    proj = NeuronSetProjector(T=16, channels=4, n_virtual=3).double()
+    x = torch.poisson(torch.full((2, 12, 16), 0.5, dtype=torch.float64))
+    perm = torch.randperm(12)
+    torch.testing.assert_close(proj(x), proj(x[:, perm]))
+    assert proj(x[:, :5]).shape == (2, 12, 16)
+    # padding with masked-out neurons changes nothing
+    padded = torch.cat([x, torch.ones(2, 4, 16, dtype=torch.float64)], 1)
+    mask = torch.zeros(2, 16, dtype=torch.bool)
+    mask[:, :12] = True
+    torch.testing.assert_close(proj(padded, mask), proj(x))
+
+
+def test_conv_maxpool_projector_depends_on_order() -> None:
+    torch.manual_seed(0)
+    proj = NeuronSetProjector(T=16, channels=4, n_virtual=3, mode="conv_maxpool")
+    x = torch.poisson(torch.full((2, 12, 16), 0.5))
+    assert proj(x).shape == (2, 12, 16)
+    assert not torch.allclose(proj(x), proj(x[:, torch.randperm(12)]))
+
+
+@pytest.mark.parametrize("objective", ["pnba", "nogen", "contrastive"])
+@pytest.mark.parametrize("projector", ["attention", "conv_maxpool"])
+def test_forward_losses_finite_and_gradients_flow(data, objective, projector) -> None:
+    model = _model(objective, projector)
+    padded = pad_recordings(data.train)
+    spikes, mask, vel, rec = padded.tensors()
+    out = model(spikes[:8], vel[:8], rec[:8], mask[:8], generator=torch.Generator().manual_seed(0))
+    assert out.total.ndim == 0 and torch.isfinite(out.total)
+    assert all(np.isfinite(v) for v in out.terms.values())
+    if objective != "contrastive":
+        assert out.terms["kl_p_x"] >= 0 and out.terms["kl_sym"] >= 0
+    if objective == "pnba":
+        assert {"poisson_p", "poisson_y2x", "se_p", "se_x2y"} <= set(out.terms)
+    out.total.backward()
+    grads = [p.grad for p in model.neural_encoder.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+def _official_objective(model: PNBA, spikes, vel, rec, gen) -> torch.Tensor:
+    """The official objective transcribed literally (zhuyu-cs/PNBA ``models/pnba.py`` lines 12-74 and
+    178-211, ``train.py`` lines 144-150), on our encoders/decoders; noise drawn in the official order
+    (posterior sample, neural sample, behaviour sample)."""
+    B, N, _ = spikes.shape
+    ca_mean, ca_log_var = model.neural_encoder(spikes, None)
+    video_mean, video_log_var = model.behavior_encoder(vel)
+    post_mean = ca_mean / (1 + torch.exp(ca_log_var - video_log_var)) + video_mean / (
+        1 + torch.exp(video_log_var - ca_log_var)
+    )
+    post_log_var = video_log_var + ca_log_var - torch.log(torch.exp(video_log_var) + torch.exp(ca_log_var))
+
+    def mix_kl(pm, plv, mm, mlv):
+        pm, plv, mm, mlv = (t.reshape(B, -1) for t in (pm, plv, mm, mlv))
+        return -0.5 * torch.sum(1 + plv - mlv - ((pm - mm).pow(2) + plv.exp()) / mlv.exp(), dim=-1)
+
+    vm, vv = video_mean.reshape(B, -1), video_log_var.exp().reshape(B, -1)
+    cm, cv = ca_mean.reshape(B, -1), ca_log_var.exp().reshape(B, -1)
+    logits = -model.a * (((vm[:, None] - cm[None]) ** 2).sum(-1) + (vv[:, None] + cv[None]).sum(-1)) + model.b
+    probmatch = F.binary_cross_entropy_with_logits(logits, torch.eye(B), reduction="sum")
+    cross_kl = mix_kl(video_mean, video_log_var, ca_mean, ca_log_var) + mix_kl(
+        ca_mean, ca_log_var, video_mean, video_log_var
+    )
+    plds = post_mean + torch.exp(0.5 * post_log_var) * torch.randn(post_mean.shape, generator=gen)
+    ca_sample = ca_mean + torch.exp(0.5 * ca_log_var) * torch.randn(ca_mean.shape, generator=gen)
+    video_sample = video_mean + torch.exp(0.5 * video_log_var) * torch.randn(ca_mean.shape, generator=gen)
+    pred_ca = model.neural_decoder(plds, rec, N)
+    ca_from_video = model.neural_decoder(video_sample, rec, N)
+    pred_video, video_from_ca = model.behavior_decoder(plds), model.behavior_decoder(ca_sample)
+    loss_ca = torch.sum(pred_ca + 1e-8 - (spikes + 1e-8) * torch.log(pred_ca + 1e-8))
+    loss_ca = loss_ca + torch.sum(ca_from_video + 1e-8 - (spikes + 1e-8) * torch.log(ca_from_video + 1e-8))
+    loss_video = torch.sum((pred_video - vel) ** 2) + torch.sum((video_from_ca - vel) ** 2)
+    kls = mix_kl(post_mean, post_log_var, ca_mean, ca_log_var) + mix_kl(
+        post_mean, post_log_var, video_mean, video_log_var
+    )
+    return (loss_ca + loss_video + kls.sum() + probmatch + cross_kl.sum()) / B
+
+
+def test_full_objective_matches_official_transcription(data) -> None:
+    model = _model(match_distance="sum")
+    with torch.no_grad():  # move a, b off their init so a sign or scale slip cannot hide
+        model.a.fill_(0.3)
+        model.b.fill_(1.7)
+    rec0 = data.train[0]
+    n = rec0.n_neurons
+    spikes, vel = torch.from_numpy(rec0.spikes[:8, :n]), torch.from_numpy(rec0.velocity[:8])
+    rec = torch.zeros(8, dtype=torch.long)
+    ours = model(spikes, vel, rec, generator=torch.Generator().manual_seed(3)).total
+    ref = _official_objective(model, spikes, vel, rec, torch.Generator().manual_seed(3))
+    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-3)
+    other = model(spikes, vel, rec, generator=torch.Generator().manual_seed(4)).total
+    assert not torch.isclose(ours, other)  # the samples (reparameterisation) do enter the objective
+
+
+def test_zero_shot_encoding_shapes_unseen_neuron_counts(data) -> None:
+    model = _model().eval()
+    for n in (7, 13, 31):  # 31 exceeds every training recording
+        mu, lv = model.encode_neural(torch.rand(3, n, 16))
+        assert mu.shape == lv.shape == (3, 8, 16) and mu.dtype == torch.float32
+    assert model.decode_behavior(mu).shape == (3, 2, 16)
+    x = torch.from_numpy(data.test[0].spikes[:4])
+    perm = torch.randperm(x.shape[1])
+    torch.testing.assert_close(
+        model.encode_neural(x)[0], model.encode_neural(x[:, perm])[0], atol=1e-5, rtol=1e-5
+    )
+
+
+def test_training_reduces_loss(data) -> None:
+    model = _model()
+    hist = train_pnba(
+        model, data.train, TrainConfig(steps=30, batch_size=16, lr=3e-3, warmup_steps=0), seed=0
+    )
+    assert np.mean(hist.train_loss[-5:]) < np.mean(hist.train_loss[:5])
+
+
+def test_no_decoder_for_ablations() -> None:
+    with pytest.raises(ValueError, match="objective"):
+        _model("nogen").decode_behavior(torch.zeros(1, 8, 16))
+
+
+# ---------------------------------------------------------------- data, statistics, CCA
+
+
+def test_simulator_structure_and_determinism(data) -> None:
+    cfg = TINY_DATA
+    assert len(data.train) == cfg.n_train_subjects * cfg.sessions
+    for r in data.train + data.val + data.test:
+        K, N, T = r.spikes.shape
+        assert T == cfg.T and cfg.neurons[0] <= N <= cfg.neurons[1]
+        assert r.velocity.shape == (K, 2, T) and r.spikes.dtype == np.float32
+        assert (r.spikes >= 0).all() and (r.spikes == np.round(r.spikes)).all()
+    # held-out subjects share behaviour instances, trained ones are unique
+    np.testing.assert_array_equal(data.test[0].velocity, data.test[1].velocity)
+    assert (data.train[0].pair_id == -1).all()
+    again = make_multisubject_reaching(TINY_DATA)
+    np.testing.assert_array_equal(again.test[1].spikes, data.test[1].spikes)
+    other = make_multisubject_reaching(dataclasses.replace(TINY_DATA, shared_dynamics=False))
+    np.testing.assert_array_equal(other.test[0].velocity, other.test[1].velocity)
+
+
+def test_preservation_stats_detects_shared_structure() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(30, 4, 6))
+    a = base + 0.1 * rng.normal(size=base.shape)
+    b = base + 0.1 * rng.normal(size=base.shape)
+    ids = np.arange(30)
+    s = preservation_stats(a, b, ids, ids)
+    assert s["paired_r"] > 0.9 > s["unpaired_r"] and s["cohens_d"] > 3 and s["mw_log10p"] < -6
+    assert s["identification"] == 1.0
+    null = preservation_stats(a, rng.normal(size=base.shape), ids, ids)
+    assert abs(null["cohens_d"]) < 1 and null["identification"] < 0.3
+
+
+def test_velocity_r2_and_effective_rank_special_cases() -> None:
+    y = np.random.default_rng(0).normal(size=(5, 2, 7))
+    assert velocity_r2(y, y) == 1.0
+    assert abs(velocity_r2(np.broadcast_to(y.mean((0, 2), keepdims=True), y.shape), y)) < 1e-12
+    assert effective_rank(np.outer(np.arange(6.0), np.ones(4))) == pytest.approx(1.0)
+    assert effective_rank(np.eye(50)[:, :10] * 1.0 + 0) > 1
+
+
+def test_pca_cca_recovers_reference_coordinates(data) -> None:
+    lat = pca_cca_latents([data.train[0], data.train[2]], data.train[0], n_components=4)
+    assert lat[0].shape == (16, 4, 16)
+    assert np.isfinite(lat[1]).all()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda m: m.encode_neural(torch.rand(2, 5)), "spikes"),
+        (lambda m: m.encode_neural(torch.full((2, 5, 16), float("nan"))), "spikes"),
+        (lambda m: m.encode_neural(torch.rand(2, 5, 9)), "spikes"),
+        (lambda m: m.encode_neural(torch.ones(2, 5, 16, dtype=torch.long)), "spikes"),
+        (lambda m: m.encode_neural(torch.rand(2, 5, 16), torch.zeros(2, 5, dtype=torch.bool)), "mask"),
+        (lambda m: m.encode_behavior(torch.rand(2, 3, 16)), "behavior"),
+        (lambda m: m.encode_neural(torch.rand(0, 5, 16)), "spikes"),
+    ],
+)
+def test_bad_model_input(call, match) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(_model())
+
+
+def test_bad_configs_and_stats_input() -> None:
+    with pytest.raises(ValueError, match="latent_dim"):
+        PNBAConfig(n_recordings=1, max_neurons=5, T=8, latent_dim=0)
+    with pytest.raises(ValueError, match="objective"):
+        PNBAConfig(n_recordings=1, max_neurons=5, T=8, objective="clip")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n_test_subjects"):
+        SyntheticPopulationConfig(n_test_subjects=1)
+    with pytest.raises(ValueError, match="neurons"):
+        SyntheticPopulationConfig(neurons=(5, 2))
+    with pytest.raises(ValueError, match="mu_a"):
+        preservation_stats(np.full((3, 2), np.nan), np.zeros((3, 2)), np.arange(3), np.arange(3))
+    with pytest.raises(ValueError, match="pairs_a"):
+        preservation_stats(np.ones((3, 2)), np.ones((3, 2)), np.arange(2), np.arange(3))
+    with pytest.raises(ValueError, match="recordings"):
+        pad_recordings([])
+    with pytest.raises(ValueError, match="TrainConfig.steps"):
+        TrainConfig(steps=0)

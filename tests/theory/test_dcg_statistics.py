@@ -1,0 +1,319 @@
+"""Tests for icml25.theory.dcg_statistics (Fu & Zheng, ICML 2025, statistical mechanisms of DCG)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.theory.dcg_statistics import (
+    LEARNERS,
+    ConceptGrid,
+    NFLSymmetricFamily,
+    RuleFamily,
+    Split,
+    accuracy_per_rule,
+    compatibility,
+    error_decomposition,
+    evaluate_on_rules,
+    fit_additive_mod,
+    fit_predict_many,
+    grid_measure,
+    invariant_measure,
+    make_learner,
+    make_split,
+    sensitivity,
+)
+from icml25.theory.dcg_statistics.check import CHECK, DCGConfig
+from icml25.theory.dcg_statistics.learners import FactorizedNet, PlainNet
+
+
+def _setup(k: int = 4, frac: float = 0.6, n: int = 20, noise: float = 0.3, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    grid = ConceptGrid(k_a=k, k_b=k, dim=8, noise=noise, seed=seed)
+    split = make_split(k, k, frac, rng=rng)
+    train = grid.sample(split.seen_combos, n, rng)
+    test_s = grid.sample(split.seen_combos, 10, rng)
+    test_u = grid.sample(split.unseen_combos, 10, rng)
+    return rng, grid, split, train, test_s, test_u
+
+
+# ---- grid and split ------------------------------------------------------------------------------
+
+
+def test_sample_shapes_and_noise_free_inputs_are_the_embeddings() -> None:
+    grid = ConceptGrid(k_a=3, k_b=4, dim=5, noise=0.0, seed=1)
+    combos = np.array([[0, 1], [2, 3]])
+    s = grid.sample(combos, 6, np.random.default_rng(0))
+    assert s.X.shape == (12, 10) and s.X.dtype == np.float64
+    assert s.combos.shape == (12, 2) and s.combos.dtype == np.int64
+    e_a, e_b = grid.embeddings()
+    np.testing.assert_allclose(s.X[0], np.concatenate([e_a[0], e_b[1]]))
+    np.testing.assert_allclose(s.X[-1], np.concatenate([e_a[2], e_b[3]]))
+    table = np.arange(12).reshape(3, 4)
+    assert s.labels(table).tolist() == [1] * 6 + [11] * 6
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    k_a=st.integers(2, 7),
+    k_b=st.integers(2, 7),
+    frac=st.floats(0.3, 0.9),
+    seed=st.integers(0, 10_000),
+)
+def test_split_covers_every_concept(k_a: int, k_b: int, frac: float, seed: int) -> None:
+    count = int(round(frac * k_a * k_b))
+    if count < max(k_a, k_b) or count >= k_a * k_b:
+        with pytest.raises(ValueError, match="seen_frac"):
+            make_split(k_a, k_b, frac, rng=np.random.default_rng(seed))
+        return
+    split = make_split(k_a, k_b, frac, rng=np.random.default_rng(seed))
+    assert split.seen.sum() == count
+    assert split.seen.any(axis=1).all() and split.seen.any(axis=0).all()
+    assert len(split.seen_combos) + len(split.unseen_combos) == k_a * k_b
+
+
+# ---- rules --------------------------------------------------------------------------------------
+
+
+def test_rule_families_have_their_structure() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        t = RuleFamily.additive_mod(3).sample(4, 5, rng)
+        # additive mod m: t[a,b] - t[a,0] does not depend on a
+        diff = (t - t[:, :1]) % 3
+        assert (diff == diff[:1]).all()
+        th = RuleFamily.threshold_additive().sample(4, 4, rng)
+        assert set(np.unique(th)) <= {0, 1}
+        assert np.unique(RuleFamily.lookup(2).sample(4, 4, rng)).size == 2  # constant tables redrawn
+    assert RuleFamily.from_spec("multiplicative_mod:5") == RuleFamily("multiplicative_mod", 5)
+    assert RuleFamily.from_spec("threshold_additive").m == 2
+    with pytest.raises(ValueError, match="kind"):
+        RuleFamily.from_spec("nonsense:3")
+    with pytest.raises(ValueError, match="spec"):
+        RuleFamily.from_spec("additive_mod")
+
+
+def test_nfl_family_enumerates_every_extension() -> None:
+    rng, _, split, *_ = _setup(k=3, frac=6 / 9)
+    seen = RuleFamily.lookup(2).sample(3, 3, rng)
+    tables = NFLSymmetricFamily(seen, split, 2).extensions(max_count=100)
+    assert tables.shape == (2**3, 3, 3)
+    assert (tables[:, split.seen] == seen[split.seen]).all()
+    assert len({t.tobytes() for t in tables}) == 8
+
+
+def test_balanced_design_gives_each_label_equally_often() -> None:
+    rng, _, split, *_ = _setup(k=5, frac=0.4)
+    fam = NFLSymmetricFamily(RuleFamily.lookup(3).sample(5, 5, rng), split, 3)
+    assert not fam.is_enumerable(1000)
+    tables = fam.extensions(max_count=300, rng=rng)
+    assert tables.shape[0] == 300
+    unseen = tables[:, ~split.seen]
+    for label in range(3):
+        assert ((unseen == label).sum(axis=0) == 100).all()
+    with pytest.raises(ValueError, match="rng"):
+        fam.extensions(max_count=300)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 3), enumerate_all=st.booleans())
+def test_invariant_measure_is_exactly_one_over_m_for_any_predictions(
+    seed: int, m: int, enumerate_all: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    split = make_split(4, 4, 0.6, rng=rng)
+    combos = np.repeat(split.unseen_combos, 3, axis=0)
+    pred = rng.integers(0, m, combos.shape[0])  # any learner's predictions
+    fam = NFLSymmetricFamily(RuleFamily.lookup(m).sample(4, 4, rng), split, m)
+    result = invariant_measure(pred, combos, fam, max_count=10**6 if enumerate_all else 60, rng=rng)
+    assert result.value == pytest.approx(1.0 / m, abs=1e-12)
+    assert result.deviation < 1e-12
+
+
+def test_invariant_measure_equals_naive_average() -> None:
+    rng, _, split, _, _, test_u = _setup(k=3, frac=6 / 9)
+    fam = NFLSymmetricFamily(RuleFamily.lookup(2).sample(3, 3, rng), split, 2)
+    pred = rng.integers(0, 2, len(test_u))
+    naive = []
+    for values in itertools.product(range(2), repeat=3):
+        t = fam.seen_labels.copy()
+        t[~split.seen] = values
+        naive.append(np.mean([pred[i] == t[a, b] for i, (a, b) in enumerate(test_u.combos)]))
+    res = invariant_measure(pred, test_u.combos, fam)
+    np.testing.assert_allclose(np.sort(res.per_rule), np.sort(naive))
+    with pytest.raises(ValueError, match="unseen_combos"):
+        invariant_measure(pred[:3], split.seen_combos[:3], fam)
+
+
+# ---- measures -----------------------------------------------------------------------------------
+
+
+def test_sensitivity_matches_naive_pairs_and_special_cases() -> None:
+    rng = np.random.default_rng(3)
+    seen = np.array([[True, False], [True, True]])
+    tables = rng.integers(0, 3, (4, 2, 2))
+    tables[1, 0, 0] = (tables[0, 0, 0] + 1) % 3  # rules 0 and 1 differ on S
+    pred = rng.integers(0, 3, (4, 7))
+    num = np.mean([np.mean(pred[i] != pred[j]) for i, j in itertools.combinations(range(4), 2)])
+    den = np.mean(
+        [np.mean(tables[i][seen] != tables[j][seen]) for i, j in itertools.combinations(range(4), 2)]
+    )
+    assert sensitivity(pred, tables, seen) == pytest.approx(num / den)
+    assert sensitivity(np.zeros((4, 7), dtype=int), tables, seen) == 0.0
+    same = np.repeat(tables[:1], 3, axis=0)
+    assert np.isnan(sensitivity(pred[:3], same, seen))
+    with pytest.raises(ValueError, match="rules"):
+        sensitivity(pred[:1], tables[:1], seen)
+    with pytest.raises(TypeError, match="pred_unseen"):
+        sensitivity(pred.astype(float), tables, seen)
+
+
+def test_grid_measure_compatibility_and_decomposition() -> None:
+    assert grid_measure(1.0, 0.6, 2) == pytest.approx(0.6 + 0.2)
+    assert grid_measure(0.5, 0.3, 2) == pytest.approx(0.5)  # chance everywhere stays chance
+    assert compatibility([0.5, 1.0]) == 0.75
+    dec = error_decomposition({100: 0.8, 5: 0.6}, 0.9)
+    assert dec.ns == (5, 100)
+    np.testing.assert_allclose(np.array(dec.data) + dec.composition, dec.total)
+    assert dec.composition == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="acc_unseen_inf"):
+        error_decomposition({5: 0.5}, 1.5)
+    with pytest.raises(ValueError, match="acc_unseen_at_inf"):
+        compatibility([])
+
+
+def test_accuracy_per_rule() -> None:
+    tables = np.array([[[0, 1], [1, 0]], [[1, 1], [1, 1]]])
+    combos = np.array([[0, 0], [0, 1], [1, 1]])
+    np.testing.assert_allclose(accuracy_per_rule(np.array([0, 1, 1]), combos, tables), [2 / 3, 2 / 3])
+    np.testing.assert_allclose(accuracy_per_rule(np.array([[0, 1, 0], [1, 1, 1]]), combos, tables), [1, 1])
+
+
+# ---- learners -----------------------------------------------------------------------------------
+
+
+def test_fit_additive_mod_recovers_an_additive_rule_on_a_connected_seen_set() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        t = RuleFamily.additive_mod(5).sample(4, 4, rng)
+        known = np.zeros((4, 4), dtype=bool)
+        known[0, :] = True
+        known[:, 0] = True  # a star: connected
+        g, h = fit_additive_mod(t, known, 5)
+        assert ((g[:, None] + h[None, :]) % 5 == t).all()
+
+
+def test_concept_rule_composes_and_lookup_is_insensitive_without_noise() -> None:
+    rng, grid, split, *_ = _setup(k=4, frac=0.7, noise=0.0)
+    seen = split.seen.copy()
+    seen[0, :] = True
+    seen[:, 0] = True  # a connected seen graph makes the additive rule identifiable
+    split = Split(seen=seen)
+    tables = RuleFamily.additive_mod(3).sample_many(4, 4, 4, rng)
+    train = grid.sample(split.seen_combos, 3, rng)
+    test_s = grid.sample(split.seen_combos, 3, rng)
+    test_u = grid.sample(split.unseen_combos, 3, rng)
+    rule = evaluate_on_rules("concept_rule", train, tables, 3, test_s, test_u)
+    np.testing.assert_allclose(rule.acc_unseen, 1.0)
+    look = evaluate_on_rules("lookup", train, tables, 3, test_s, test_u)
+    np.testing.assert_allclose(look.acc_seen, 1.0)
+    assert sensitivity(look.pred_unseen, tables, split.seen) == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_every_learner_fits_and_predicts_labels(name: str) -> None:
+    _, _, _, train, _, test_u = _setup(k=3, frac=6 / 9, n=10)
+    y = (train.combos.sum(1) % 3).astype(np.int64)
+    kwargs = {"steps": 5} if name in ("mlp", "factorized") else {}
+    learner = make_learner(name, **kwargs).fit(train.X, y, train.combos, 3)
+    pred = learner.predict(test_u.X)
+    assert pred.shape == (len(test_u),) and pred.dtype == np.int64
+    assert pred.min() >= 0 and pred.max() < 3
+    with pytest.raises(ValueError, match="X"):
+        learner.predict(test_u.X[:, :5])
+
+
+def test_learners_refuse_bad_training_data() -> None:
+    _, _, _, train, _, _ = _setup(k=3, frac=6 / 9, n=5)
+    y = np.zeros(len(train), dtype=np.int64)
+    X_nan = train.X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        make_learner("knn").fit(X_nan, y, train.combos, 2)
+    with pytest.raises(TypeError, match="y"):
+        make_learner("knn").fit(train.X, y.astype(float), train.combos, 2)
+    with pytest.raises(ValueError, match="y"):
+        make_learner("logistic").fit(train.X, y + 5, train.combos, 2)
+    with pytest.raises(ValueError, match="combos"):
+        make_learner("lookup").fit(train.X, y, train.combos[:, :1], 2)
+    with pytest.raises(ValueError, match="m"):
+        make_learner("majority").fit(train.X, y, train.combos, 0)
+    with pytest.raises(ValueError, match="name"):
+        make_learner("svm")
+    with pytest.raises(RuntimeError, match="not fitted"):
+        make_learner("mlp").predict(train.X)
+
+
+def test_ensemble_members_are_independent_networks() -> None:
+    gen = torch.Generator().manual_seed(0)
+    for net in (
+        FactorizedNet(4, 8, 3, members=3, generator=gen),
+        PlainNet(8, 8, 3, members=3, generator=gen),
+    ):
+        x = torch.randn(5, 8)
+        out = net(x)
+        assert out.shape == (3, 5, 3)
+        out[1].sum().backward()  # a loss on member 1 only moves member 1's parameters
+        for p in net.parameters():
+            assert p.grad is not None
+            assert torch.count_nonzero(p.grad[0]) == 0 and torch.count_nonzero(p.grad[2]) == 0
+            assert torch.count_nonzero(p.grad[1]) > 0
+
+
+def test_fit_predict_many_matches_one_by_one_for_deterministic_learners() -> None:
+    rng, _, _, train, _, test_u = _setup(k=3, frac=6 / 9, n=10)
+    Y = rng.integers(0, 2, (3, len(train)))
+    (many,) = fit_predict_many("knn", train.X, Y, train.combos, 2, [test_u.X])
+    for r in range(3):
+        single = make_learner("knn").fit(train.X, Y[r], train.combos, 2).predict(test_u.X)
+        assert (many[r] == single).all()
+
+
+def test_neural_learners_are_deterministic_given_the_seed() -> None:
+    _, _, _, train, _, test_u = _setup(k=3, frac=6 / 9, n=10)
+    Y = (train.combos.sum(1) % 2)[None].astype(np.int64)
+    a = fit_predict_many("factorized", train.X, Y, train.combos, 2, [test_u.X], seed=3, steps=20)[0]
+    b = fit_predict_many("factorized", train.X, Y, train.combos, 2, [test_u.X], seed=3, steps=20)[0]
+    assert (a == b).all()
+
+
+# ---- check --------------------------------------------------------------------------------------
+
+
+def test_config_validation_and_full_preset_builds_its_claim() -> None:
+    with pytest.raises(ValueError, match="learners"):
+        DCGConfig(learners=("knn", "svm"))
+    with pytest.raises(ValueError, match="n_inf"):
+        DCGConfig(n_inf=100)
+    with pytest.raises(ValueError, match="ns"):
+        DCGConfig(ns=(20, 5))
+    with pytest.raises(ValueError, match="rules"):
+        DCGConfig(rules=1)
+    full = CHECK.config("full")
+    claim = CHECK.claim_for(full)
+    assert {c.arm for c in claim.criteria} <= set(claim.arms)
+    assert {f"invariant_{n}" for n in full.learners} <= {c.name for c in claim.criteria}
+
+
+def test_tiny_check_runs_and_reports_every_metric_the_criteria_read() -> None:
+    result = CHECK.run("tiny", seeds=[0])
+    for crit in result.criteria:
+        assert crit.passed is not None, crit
+    assert result.metrics["pooled"]["per_rule_gap"].values[0] > 0
+    for name in CHECK.config("tiny").learners:
+        assert result.metrics[name]["nfl_acc"].values[0] == pytest.approx(0.5, abs=1e-12)
