@@ -47,7 +47,8 @@ because PNBA's own decoder R² is already ~0. At this budget the official object
 the collapse. A later fidelity review found every loss term equal to the official code (a test pins
 it) and, in single-seed pilots, that the collapse is a transient of the short budget: even direct
 velocity regression through our neural encoder decodes the test subjects at R² ~0 after 300 steps,
-and with 1200 steps at lr 3e-3 PNBA leaves the collapse (see the README).
+and with 1200 steps at lr 3e-3 PNBA leaves the collapse but still does not beat the contrastive
+model and its own decoder stays near R² 0 (see the README).
 """
 
 from __future__ import annotations
