@@ -62,6 +62,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.nn.params import count_parameters
 
@@ -363,12 +364,7 @@ def lr_sweep(config: TarFlowCheckConfig, ctx: RunContext) -> dict[str, dict[floa
 
 def choose_lr(runs: dict[float, ArmRun]) -> float:
     """The rate with the lowest best validation bits/dim (non-finite counts as worst; ties: the first)."""
-
-    def score(lr: float) -> float:
-        v = runs[lr].metrics["best_val_bpd"]
-        return v if math.isfinite(v) else math.inf
-
-    return min(runs, key=score)
+    return best_on_validation(runs, lambda run: run.metrics["best_val_bpd"])
 
 
 class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):

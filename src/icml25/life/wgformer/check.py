@@ -56,6 +56,7 @@ from torch import nn
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.nn.params import count_parameters
 from icml25.nn.train import FitConfig
@@ -254,7 +255,8 @@ def _sweep(
         for k in [k for k in _SWEEP if k[0] != config]:
             del _SWEEP[k]
         runs = [_train(config, arm, lr, config.sweep_seed, data, ctx) for lr in config.lrs]
-        best = min(runs, key=lambda r: (not np.isfinite(r.val_loss), r.val_loss))
+        by_lr = {r.lr: r for r in runs}
+        best = by_lr[best_on_validation(by_lr, lambda r: r.val_loss)]
         _SWEEP[key] = (best, {r.lr: r.val_loss for r in runs})
     return _SWEEP[key]
 

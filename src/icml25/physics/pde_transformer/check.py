@@ -64,6 +64,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.data.pde import PDE_FAMILIES, integrate, random_initial_condition
 from icml25.nn.params import count_parameters
@@ -390,12 +391,7 @@ def lr_sweep(config: PDETransformerCheckConfig, ctx: RunContext) -> dict[str, An
 
 def choose_lr(runs: dict[float, ArmRun]) -> float:
     """The rate with the lowest validation 1-step nRMSE (non-finite counts as worst; ties: the first)."""
-
-    def score(lr: float) -> float:
-        v = runs[lr].metrics["val_nrmse1_mean"]
-        return v if math.isfinite(v) else math.inf
-
-    return min(runs, key=score)
+    return best_on_validation(runs, lambda run: run.metrics["val_nrmse1_mean"])
 
 
 class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):

@@ -49,6 +49,7 @@ from threadpoolctl import threadpool_limits
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields, check_in_range
 
 from .measures import evaluate_mse, loglog_slope, overlap_report, ridge_refit
@@ -450,7 +451,8 @@ class MoESGDCheck(ClaimCheck[MoESGDConfig]):
                         done += 1
                         ctx.progress(f"train {arm} d={d}", done, steps)
                     series["lr_sweep"][arm] = {str(r[0]): r[1]["val_mse"] for r in runs}
-                    best = min(runs, key=lambda r: r[1]["val_mse"])
+                    by_lr = {r[0]: r for r in runs}
+                    best = by_lr[best_on_validation(by_lr, lambda r: r[1]["val_mse"])]
                     chosen[arm] = best[0]
                     m, log, extra = best[1], best[2], best[3]
                 else:
