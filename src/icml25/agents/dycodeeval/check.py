@@ -347,9 +347,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             dirty = LocalChatModel(
                 tuned, tokenizer, name=f"local:{config.model}+leak", batch_size=config.batch_size
             )
-            notes.append(
-                f"model: {config.model} (roles and code model); contaminated by full fine-tuning"
-            )
+            notes.append(f"model: {config.model} (roles and code model); contaminated by full fine-tuning")
 
         if config.roles_model:
             roles = _roles_model(config.roles_model)
