@@ -6,6 +6,8 @@
   :class:`TransformerBlock` (optionally adaLN-Zero conditioned).
 * :mod:`~icml25.nn.embeddings` — sinusoidal and 2-D sin-cos positions, timestep embedder, RoPE,
   ALiBi, patchify / unpatchify.
+* :mod:`~icml25.nn.flow_matching` — conditional flow matching on the linear path (t = 0 noise,
+  t = 1 data): interpolant, target velocity, loss for any velocity network, Euler sampler, times.
 * :mod:`~icml25.nn.optim` — matrix-only weight decay groups, the warm-up/cosine schedule.
 * :mod:`~icml25.nn.train` — :func:`fit`, the one training loop (runs under ``accelerate``).
 * :mod:`~icml25.nn.checkpoint` — atomic safetensors checkpoints with config and metadata.
@@ -26,6 +28,13 @@ from icml25.nn.embeddings import (
     sincos_2d,
     sinusoidal_embedding,
     unpatchify,
+)
+from icml25.nn.flow_matching import (
+    euler_sample,
+    flow_matching_loss,
+    linear_path,
+    sample_times,
+    target_velocity,
 )
 from icml25.nn.optim import make_optimizer, param_groups, warmup_cosine
 from icml25.nn.params import count_parameters, match_width
@@ -63,4 +72,9 @@ __all__ = [
     "FitConfig",
     "FitHistory",
     "fit",
+    "euler_sample",
+    "flow_matching_loss",
+    "linear_path",
+    "sample_times",
+    "target_velocity",
 ]
