@@ -1,0 +1,284 @@
+"""Tests for icml25.generative.dynamic_message_passing (Pao-Huang, Black, Qiu; ICML 2025; arXiv 2507.09391).
+
+Schedules against their closed forms and endpoints, voxel clustering and kNN against naive loops, the
+tau = 1 DMP graph against the static kNN graph, the dense GCN shortcut against PyG's sparse layer, the
+direction of the schedule (noisier => coarser and wider), data, metrics and the tiny check.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.generative.dynamic_message_passing import (
+    GraphSchedule,
+    NCGNConfig,
+    NCGNVelocity,
+    build_adaptive_graph,
+    chamfer_metrics,
+    coarse_edge_lengths,
+    digit_pixel_graphs,
+    knn_edges,
+    minmax_per_time,
+    primitive_point_clouds,
+    turing_st_dataset,
+    voxel_cluster,
+    w1_flattened,
+)
+from icml25.generative.dynamic_message_passing.check import CHECK, DMPCheckConfig
+from icml25.nn.flow_matching import euler_sample, flow_matching_loss
+from icml25.nn.params import count_parameters
+
+GRID = torch.stack(
+    torch.meshgrid(torch.linspace(0, 1, 10), torch.linspace(0, 1, 10), indexing="ij"), -1
+).reshape(100, 2)
+KINDS = ("exp", "linear", "log", "relu")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schedule_endpoints_and_budget(kind: str) -> None:
+    N, k = 100, 5
+    sched = GraphSchedule(kind, base_k=k)
+    tau = torch.linspace(0, 1, 51)
+    n, kk = sched.resolution(tau, N)
+    assert int(n[0]) == math.ceil(math.sqrt(k * N)) and int(n[-1]) == N and int(kk[-1]) == k
+    target = sched.target_clusters(tau, N)
+    # k(tau) = ceil(kN / n(tau)): n(tau) k(tau) is the budget kN up to one rounding of k
+    assert ((target * kk >= k * N * (1 - 1e-6)) & (target * (kk - 1) < k * N)).all()
+    assert (torch.diff(n) >= 0).all() and (torch.diff(kk) <= 0).all()
+
+
+def test_exp_schedule_closed_form_and_reverse() -> None:
+    N, k, c = 128, 7, 10.0
+    tau = torch.tensor([0.0, 0.3, 0.7, 1.0], dtype=torch.float64)
+    s = math.sqrt(k * N)
+    ref = s + (N - s) * (torch.exp(c * tau) - 1) / (math.exp(c) - 1)
+    assert torch.allclose(GraphSchedule("exp", base_k=k).target_clusters(tau, N), ref)
+    rev = GraphSchedule("exp", base_k=k, reverse=True).target_clusters(tau, N)
+    assert torch.allclose(rev, ref.flip(0))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    a=st.floats(0, 1),
+    b=st.floats(0, 1),
+    n=st.integers(4, 300),
+    k=st.integers(1, 9),
+    kind=st.sampled_from(KINDS),
+)
+def test_schedule_is_monotone(a: float, b: float, n: int, k: int, kind: str) -> None:
+    lo, hi = sorted((a, b))
+    clusters, kk = GraphSchedule(kind, base_k=k).resolution(torch.tensor([lo, hi]), n)
+    assert clusters[0] <= clusters[1] and kk[0] >= kk[1] and clusters[0] >= 1 and clusters[1] <= n
+
+
+def _naive_voxels(pos: np.ndarray, n: int) -> np.ndarray:
+    d = pos.shape[1]
+    v = max(int(math.floor(n ** (1 / d) + 1e-9)), 1)
+    lo, span = pos.min(0), np.maximum(pos.max(0) - pos.min(0), 1e-12)
+    ids: dict[tuple[int, ...], int] = {}
+    out = []
+    cells = [
+        tuple(min(max(int(math.floor((p[j] - lo[j]) / span[j] * v)), 0), v - 1) for j in range(d))
+        for p in pos
+    ]
+    for key in sorted(set(cells), key=lambda c: sum(c[j] * v**j for j in range(d))):
+        ids[key] = len(ids)
+    for c in cells:
+        out.append(ids[c])
+    return np.array(out)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 1000), d=st.integers(1, 3), n=st.integers(1, 40))
+def test_voxel_cluster_matches_naive_loop(seed: int, d: int, n: int) -> None:
+    pos = torch.rand(3, 40, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    req = torch.tensor([n, max(n // 2, 1), 40])
+    cluster, counts = voxel_cluster(pos, req)
+    offsets = torch.cumsum(counts, 0) - counts
+    for b in range(3):
+        local = (cluster[b] - offsets[b]).numpy()
+        assert sorted(set(local.tolist())) == list(range(int(counts[b])))  # contiguous ids
+        assert counts[b] <= req[b]
+        expected = np.arange(40) if req[b] >= 40 else _naive_voxels(pos[b].numpy(), int(req[b]))
+        assert np.array_equal(local, expected)
+
+
+def test_knn_edges_match_brute_force() -> None:
+    gen = torch.Generator().manual_seed(0)
+    pos = torch.rand(7 + 12, 3, generator=gen, dtype=torch.float64)
+    counts, k = torch.tensor([7, 12]), torch.tensor([3, 20])
+    edges, used = knn_edges(pos, counts, k)
+    assert used.tolist() == [3, 11]
+    for g, (off, m) in enumerate(((0, 7), (7, 12))):
+        p = pos[off : off + m]
+        d = torch.cdist(p, p) + torch.diag(torch.full((m,), float("inf"), dtype=torch.float64))
+        for i in range(m):
+            want = {off + int(j) for j in torch.argsort(d[i])[: int(used[g])]}
+            got = {int(s) for s, t in edges.T.tolist() if t == off + i}
+            assert got == want
+
+
+def test_random_edges_stay_in_their_graph_without_self_loops() -> None:
+    g = build_adaptive_graph(GRID.expand(3, -1, -1), torch.rand(3), GraphSchedule("random", base_k=4))
+    src, dst = g.edge_index
+    assert (src != dst).all() and (g.coarse_batch[src] == g.coarse_batch[dst]).all()
+    assert g.edges_per_graph().tolist() == [400, 400, 400]
+
+
+def test_clean_dmp_graph_is_the_static_knn_graph() -> None:
+    pos = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(4))
+    a = build_adaptive_graph(pos, torch.ones(2), GraphSchedule("exp", base_k=6))
+    b = build_adaptive_graph(pos, torch.rand(2), GraphSchedule("static_knn", base_k=6))
+    assert torch.equal(a.cluster, torch.arange(128)) and torch.equal(a.coarse_pos, b.coarse_pos)
+    assert set(map(tuple, a.edge_index.T.tolist())) == set(map(tuple, b.edge_index.T.tolist()))
+
+
+@pytest.mark.parametrize("pos", [GRID, torch.rand(128, 3, generator=torch.Generator().manual_seed(5))])
+def test_noisier_means_coarser_and_wider(pos: torch.Tensor) -> None:
+    tau = torch.tensor([0.0, 0.5, 0.9, 1.0])
+    g = build_adaptive_graph(pos.expand(4, -1, -1), tau, GraphSchedule("exp", base_k=5))
+    clusters, reach = g.clusters_per_graph, coarse_edge_lengths(g)
+    assert (torch.diff(clusters) >= 0).all() and clusters[0] < clusters[-1]
+    assert reach[0] > reach[-1]
+    assert (g.edges_per_graph() <= 5 * pos.shape[0]).all()  # never above the kNN budget
+    rev = build_adaptive_graph(pos.expand(4, -1, -1), tau, GraphSchedule("exp", base_k=5, reverse=True))
+    assert rev.clusters_per_graph[0] > rev.clusters_per_graph[-1]
+
+
+def _velocity(kind: str, conv: str = "gcn", **kw) -> NCGNVelocity:
+    torch.manual_seed(0)
+    cfg = NCGNConfig(in_dim=3, cond_dim=2, hidden=16, layers=2, conv=conv)  # type: ignore[arg-type]
+    return NCGNVelocity(cfg, GraphSchedule(kind, base_k=4), **kw)
+
+
+def test_dense_complete_gcn_equals_the_sparse_layer() -> None:
+    v = _velocity("fully_connected")
+    x, t = torch.randn(3, 100, 3), torch.rand(3)
+    dense = v(x, t, GRID)
+    for layer in v.net.layers:
+        layer.dense_complete = False
+    assert torch.allclose(dense, v(x, t, GRID), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["exp", "static_knn", "fully_connected", "random"])
+@pytest.mark.parametrize("conv", ["gcn", "gat"])
+def test_velocity_shapes_gradients_and_equal_parameters(kind: str, conv: str) -> None:
+    v = _velocity(kind, conv)
+    assert count_parameters(v) == count_parameters(_velocity("static_knn", conv))
+    x1 = torch.rand(4, 100, 3)
+    loss = flow_matching_loss(v, x1, cond=GRID, generator=torch.Generator().manual_seed(0))
+    loss.backward()
+    grads = [p.grad for p in v.parameters() if p.requires_grad]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    out = euler_sample(v, torch.randn(2, 100, 3), steps=3, cond=GRID)
+    assert out.shape == (2, 100, 3) and torch.isfinite(out).all()
+
+
+def test_point_cloud_velocity_builds_its_graph_on_the_sample() -> None:
+    torch.manual_seed(0)
+    v = NCGNVelocity(
+        NCGNConfig(in_dim=3, pos_dim=3, hidden=16, layers=1), GraphSchedule("exp", base_k=7), positions="x"
+    )
+    pts, _ = primitive_point_clouds(4, 64, seed=0)
+    x1 = torch.as_tensor(pts, dtype=torch.float32)
+    g0 = v.graph(x1, torch.zeros(4), None)
+    assert (g0.clusters_per_graph < 64).all()
+    loss = flow_matching_loss(v, x1, generator=torch.Generator().manual_seed(1))
+    assert torch.isfinite(loss)
+
+
+def test_data_generators() -> None:
+    st_ = turing_st_dataset(6, n_times=4, n_space=5, ds=0.4, dt=0.02, t_max=8.0, seed=0)
+    assert st_.values.shape == (6, 20, 3) and np.isfinite(st_.values).all()
+    assert st_.pos.min() == 0 and st_.pos.max() == 1 and st_.time_index.tolist()[:6] == [0] * 5 + [1]
+    again = turing_st_dataset(6, n_times=4, n_space=5, ds=0.4, dt=0.02, t_max=8.0, seed=0)
+    assert np.array_equal(st_.values, again.values)
+    tr, (te,) = minmax_per_time(st_.values[:4], (st_.values[4:],), st_.time_index)
+    assert tr.min() == 0 and tr.max() == 1 and te.shape == (2, 20, 3)
+    pts, labels = primitive_point_clouds(12, 50, seed=1)
+    assert pts.shape == (12, 50, 3) and np.allclose(np.abs(pts).max(axis=(1, 2)), 0.5) and labels.max() < 6
+    vals, pos, y = digit_pixel_graphs()
+    assert vals.shape == (1797, 64, 1) and pos.shape == (64, 2) and vals.min() >= 0 and vals.max() <= 1
+
+
+def test_w1_and_chamfer_metrics() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(40, 1)), rng.normal(size=(40, 1)) + 0.5
+    assert w1_flattened(a, a) == pytest.approx(0.0, abs=1e-12)
+    # 1-D equal-size sets: W1 is the mean gap between the sorted samples
+    assert w1_flattened(a, b) == pytest.approx(np.abs(np.sort(a[:, 0]) - np.sort(b[:, 0])).mean())
+    assert w1_flattened(a, b, divide_by=2.0) == pytest.approx(w1_flattened(a, b) / 2)
+    clouds, _ = primitive_point_clouds(10, 32, seed=2)
+    same = chamfer_metrics(clouds, clouds)
+    assert same.mmd == pytest.approx(0.0, abs=1e-12) and same.cov == 1.0
+    far = chamfer_metrics(clouds + 5.0, clouds)
+    assert far.nna == 1.0 and far.mmd > same.mmd
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="clean_frac"):
+        build_adaptive_graph(GRID[None], torch.tensor([1.5]), GraphSchedule())
+    with pytest.raises(ValueError, match="pos"):
+        build_adaptive_graph(GRID, torch.tensor([0.5]), GraphSchedule())
+    with pytest.raises(ValueError, match="base_k"):
+        GraphSchedule(base_k=0)
+    with pytest.raises(ValueError, match="x_t"):
+        _velocity("exp")(torch.randn(2, 100, 4), torch.rand(2), GRID)
+    with pytest.raises(TypeError, match="x_t"):
+        _velocity("exp")(torch.randn(2, 100, 3, dtype=torch.float64), torch.rand(2), GRID)
+    with pytest.raises(ValueError, match="dt"):
+        turing_st_dataset(2, ds=0.2, dt=0.01)
+
+
+def test_full_preset_constructs_and_takes_one_step() -> None:
+    cfg = CHECK.config("full")
+    assert isinstance(cfg, DMPCheckConfig) and cfg.ds == 0.2 and cfg.euler_steps == 200
+    torch.manual_seed(0)
+    v = NCGNVelocity(
+        NCGNConfig(in_dim=3, cond_dim=2, hidden=cfg.hidden, layers=cfg.layers), GraphSchedule("exp")
+    )
+    opt = torch.optim.Adam(v.parameters(), lr=cfg.lrs[0])
+    loss = flow_matching_loss(v, torch.rand(cfg.batch_size, 100, 3), cond=GRID, generator=torch.Generator())
+    loss.backward()
+    opt.step()
+    assert torch.isfinite(loss)
+
+
+def test_tiny_check_runs() -> None:
+    result = CHECK.run("tiny")
+    assert result.verdict.kind.value == "inconclusive"
+    by_name = {c.name: c for c in result.criteria}
+    assert set(by_name) == {"coarser_when_noisier", "wider_when_noisier", "edge_budget", "equal_parameters"}
+    assert all(c.passed for c in result.criteria)
+    w1 = {a: m["w1"].mean for a, m in result.metrics.items()}
+    assert len(w1) == 5 and all(np.isfinite(v) for v in w1.values())
+
+
+def test_turing_generator_matches_a_per_simulation_loop() -> None:
+    ds, dt, t_max, length = 0.4, 0.02, 4.0, 60.0
+    data = turing_st_dataset(2, ds=ds, dt=dt, t_max=t_max, seed=3)
+    n_grid = int(round(length / ds))
+    init = np.random.default_rng(3).uniform(-0.01, 0.01, size=(3, 2, n_grid))
+
+    def lap(v: np.ndarray) -> np.ndarray:
+        return (v[:-2] + v[2:] - 2 * v[1:-1]) / ds**2
+
+    n_steps = int(round(t_max / dt))
+    t_idx, s_idx = np.arange(0, n_steps, n_steps // 10), np.arange(0, n_grid, n_grid // 10)
+    for sim in range(2):
+        x, frames = init[:, sim, :].T.copy(), []
+        for _ in range(n_steps):
+            s, b, w = x[1:-1, 0], x[1:-1, 1], x[1:-1, 2]
+            x[1:-1] += dt * np.stack(
+                [b - w - s**3, 1.27 * s - 0.1 * b + lap(x[:, 1]), 1.59 * s - 0.1 * w + 2.5 * lap(x[:, 2])], 1
+            )
+            x[0], x[-1] = x[1], x[-2]
+            frames.append(x.copy())
+        ref = np.stack([frames[t][s_idx] for t in t_idx]).reshape(100, 3)
+        assert np.allclose(data.values[sim], ref, atol=1e-12)
