@@ -1,0 +1,168 @@
+"""The ECG classifier of H-Tuning (``NN_default`` in the official code) and its LoRA wrapping.
+
+Zhou, Zhang, Dong, *H-Tuning: Toward Low-Cost and Efficient ECG-based Cardiovascular Disease
+Detection with Pre-Trained Models*, ICML 2025 (Sec. 3 and App. on the backbone).
+
+Backbone: three residual 1-D conv blocks (two kernel-9 convs, the first strided by 4, BatchNorm,
+LeakyReLU; avg-pool + 1×1-conv shortcut) shrink the time axis 64-fold, then sinusoidal positions,
+``n_transformer`` pre-LN Transformer blocks (:class:`icml25.nn.TransformerBlock`), max-pooling over
+time and a two-layer classifier ``Linear(d, d) → Linear(d, n_classes)``.
+
+LoRA (Sec. 3.1): rank-r updates on every conv, the attention QKV projection, both FFN layers and
+the first classifier layer; biases and the last classifier layer are trained in full. The wrapping
+is done with ``peft`` (:func:`add_lora`), so LoRA-BP, MeZO and H-Tuning adapt exactly the same
+parameters; ``merge_lora`` folds the updates into the weights after training.
+
+Notation: b batch, c leads (12), l samples, d width, n tokens (l / 64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import Tensor, nn
+
+from icml25.core.validate import check_finite_tensor, check_positive
+from icml25.nn import TransformerBlock, sinusoidal_embedding
+
+__all__ = ["ECGNet", "add_lora", "merge_lora", "unwrap_model", "lora_target_modules", "trainable_parameters"]
+
+
+class _ResidualBlock(nn.Module):
+    """conv(9, stride s) → BN → LeakyReLU → conv(9) → BN, plus avg-pool/1×1-conv shortcut."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv1d(c_in, c_out, 9, stride=stride, padding=4)
+        self.bn1 = nn.BatchNorm1d(c_out)
+        self.conv2 = nn.Conv1d(c_out, c_out, 9, padding=4)
+        self.bn2 = nn.BatchNorm1d(c_out)
+        self.pool = nn.AvgPool1d(stride, stride, ceil_mode=True)
+        self.skip = nn.Conv1d(c_in, c_out, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.leaky_relu(self.bn1(self.conv1(x)))
+        h = self.bn2(self.conv2(h))
+        s = self.skip(self.pool(x))
+        return F.leaky_relu(h + s[..., : h.shape[-1]])
+
+
+class ECGNet(nn.Module):
+    """Conv front-end + Transformer multi-label ECG classifier.
+
+    Args:
+        n_classes: number of labels.
+        width: model width d.
+        n_transformer: Transformer blocks.
+        heads: attention heads (``width`` must be divisible by it).
+        n_leads: input leads.
+
+    Input ``x (b, c, l)`` float32, output logits ``(b, n_classes)``.
+    """
+
+    def __init__(
+        self, n_classes: int, width: int = 128, n_transformer: int = 4, heads: int = 8, n_leads: int = 12
+    ):
+        super().__init__()
+        for name, v in (("n_classes", n_classes), ("width", width), ("heads", heads), ("n_leads", n_leads)):
+            check_positive(name, v, integer=True)
+        if n_transformer < 0:
+            raise ValueError(f"n_transformer must be >= 0, got {n_transformer}")
+        if width % heads:
+            raise ValueError(f"width ({width}) must be divisible by heads ({heads})")
+        self.n_leads = n_leads
+        self.width = width
+        self.blocks = nn.Sequential(
+            _ResidualBlock(n_leads, width, 4),
+            _ResidualBlock(width, width, 4),
+            _ResidualBlock(width, width, 4),
+        )
+        self.transformer = nn.ModuleList(
+            [TransformerBlock(width, heads, activation="gelu") for _ in range(n_transformer)]
+        )
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Sequential()
+        self.head.add_module("hidden", nn.Linear(width, width))
+        self.head.add_module("act", nn.LeakyReLU())
+        self.head.add_module("out", nn.Linear(width, n_classes))
+
+    def check_input(self, x: Any) -> None:
+        check_finite_tensor("x", x, ndim=3, floating=True)
+        if x.shape[1] != self.n_leads:
+            raise ValueError(f"x must have shape (batch, {self.n_leads}, length), got {tuple(x.shape)}")
+        if x.shape[-1] < 64:
+            raise ValueError(
+                f"x must have at least 64 samples (the backbone downsamples 64-fold), got {x.shape[-1]}"
+            )
+        dtype = next(self.parameters()).dtype
+        if x.dtype != dtype:
+            raise TypeError(f"x must have dtype {dtype} (the model's), got {x.dtype}")
+
+    def features(self, x: Tensor) -> Tensor:
+        """Pooled features ``(b, d)``: conv blocks, positions, Transformer, max-pool over time."""
+        h = self.blocks(x).transpose(1, 2)  # (b, n, d)
+        pos = sinusoidal_embedding(torch.arange(h.shape[1], device=h.device), self.width).to(h.dtype)
+        h = h + pos
+        for blk in self.transformer:
+            h = blk(h)
+        return self.norm(h).amax(dim=1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.features(x))
+
+
+def lora_target_modules(model: nn.Module) -> list[str]:
+    """Full names of the modules LoRA adapts: every conv, attention QKV, FFN fc1/fc2, ``head.hidden``."""
+    names = []
+    for name, mod in model.named_modules():
+        leaf = name.rsplit(".", 1)[-1]
+        adapted_linear = isinstance(mod, nn.Linear) and (
+            leaf in ("qkv", "fc1", "fc2") or name == "head.hidden"
+        )
+        if isinstance(mod, nn.Conv1d) or adapted_linear:
+            names.append(name)
+    return names
+
+
+def add_lora(model: ECGNet, rank: int = 8, alpha: float | None = None) -> nn.Module:
+    """Wrap ``model`` with ``peft`` LoRA (rank ``rank``, scale ``alpha / rank``; default scale 1 as in
+    the official ``lora_alpha = 1`` convention) on :func:`lora_target_modules`; biases and ``head.out``
+    stay trainable in full, everything else is frozen. Returns the ``PeftModel``."""
+    from peft import LoraConfig, get_peft_model
+
+    if not isinstance(model, ECGNet):
+        raise TypeError(f"model must be an ECGNet, got {type(model).__name__}")
+    check_positive("rank", rank, integer=True)
+    alpha = float(rank) if alpha is None else alpha
+    check_positive("alpha", alpha)
+    cfg = LoraConfig(
+        r=rank,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft accepts a float scale
+        target_modules=lora_target_modules(model),
+        lora_dropout=0.0,
+        bias="all",
+        modules_to_save=["head.out"],
+    )
+    return get_peft_model(model, cfg)
+
+
+def unwrap_model(model: nn.Module) -> ECGNet:
+    """The :class:`ECGNet` inside a ``PeftModel`` (LoRA layers are injected in place), or ``model``."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # type: ignore[operator]
+    if not isinstance(inner, ECGNet):
+        raise TypeError(f"model must be an ECGNet or a PeftModel around one, got {type(inner).__name__}")
+    return inner
+
+
+def merge_lora(model: nn.Module) -> ECGNet:
+    """Fold LoRA updates into the weights (``peft`` ``merge_and_unload``) and return the plain ECGNet."""
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()  # type: ignore[operator]
+    return unwrap_model(model)
+
+
+def trainable_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """``(name, parameter)`` for every parameter with ``requires_grad``, in a fixed order."""
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]

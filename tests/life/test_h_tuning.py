@@ -1,0 +1,402 @@
+"""Tests for H-Tuning (Zhou, Zhang, Dong; ICML 2025): the simulator, the SPSA estimator, the hybrid
+step against a hand-written reference, LoRA, memory counting, metrics, bad input and the tiny check."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.life.h_tuning import (
+    CONDITIONS,
+    BPTuner,
+    ECGNet,
+    HTuningConfig,
+    HybridTuner,
+    MeZOTuner,
+    add_lora,
+    best_thresholds,
+    cutmix_time,
+    distillation_loss,
+    linear_warmup_decay,
+    lora_target_modules,
+    low_label_split,
+    make_adamw,
+    merge_lora,
+    mix_gradients,
+    multilabel_metrics,
+    perturb_,
+    saved_activation_bytes,
+    simulate_ecg_dataset,
+    spsa_projected_gradient,
+    training_memory,
+    unwrap_model,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny convs on two OpenMP threads slow down ~100x when the other core is busy; use one."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _net(n_classes: int = 3, width: int = 16) -> ECGNet:
+    torch.manual_seed(0)
+    return ECGNet(n_classes, width=width, n_transformer=1, heads=2)
+
+
+def _batch(b: int = 8, length: int = 128, c: int = 3, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, 12, length, generator=g), (torch.rand(b, c, generator=g) > 0.5).float()
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def test_simulator_shapes_labels_and_determinism():
+    x, y = simulate_ecg_dataset(40, fs=50, duration=4.0, seed=3)
+    assert x.shape == (40, 12, 200) and x.dtype == np.float32
+    assert y.shape == (40, len(CONDITIONS)) and set(np.unique(y)) <= {0.0, 1.0}
+    x2, y2 = simulate_ecg_dataset(40, fs=50, duration=4.0, seed=3)
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(y, y2)
+    col = {c: j for j, c in enumerate(CONDITIONS)}
+    assert (y[:, [col["brady"], col["tachy"], col["af"]]].sum(1) <= 1).all()  # one rhythm at most
+    assert (y[:, [col["t_inv"], col["peaked_t"]]].sum(1) <= 1).all()
+    normal = y[:, col["normal"]] == 1
+    assert (y[normal].sum(1) == 1).all() and (y.sum(1) >= 1).all()  # normal only when nothing else
+    assert np.isfinite(x).all()
+
+
+def test_closed_form_matches_neurokit_ecgsyn():
+    """Our vectorised ECGSYN morphology against neurokit2's ODE integration (same HR, no noise)."""
+    import neurokit2 as nk
+
+    from icml25.life.h_tuning.data import _wave_params, _waves_closed_form
+
+    fs, hr = 250, 75
+    z = np.asarray(
+        nk.ecg_simulate(
+            duration=6, sampling_rate=fs, noise=0, heart_rate=hr, heart_rate_std=0, random_state=0
+        )
+    )
+    t = np.arange(len(z)) / fs
+    ti, ai, bi = _wave_params([], hr)
+    ours = _waves_closed_form(t, np.arange(-1, 10) * 60 / hr, ti, ai, bi).sum(0)
+    assert np.corrcoef(ours[fs:-fs], z[fs:-fs])[0, 1] > 0.95
+
+
+def test_conditions_change_the_morphology():
+    from icml25.life.h_tuning.data import _wave_params
+
+    _, a0, b0 = _wave_params([], 60)
+    _, a1, _ = _wave_params(["t_inv", "low_qrs", "af"], 60)
+    assert a1[4] == -a0[4] and a1[0] == 0 and np.allclose(a1[1:4], 0.4 * a0[1:4])
+    _, _, b2 = _wave_params(["wide_qrs"], 60)
+    assert np.allclose(b2[1:4], 2 * b0[1:4])
+
+
+def test_low_label_split_partitions_and_stratifies():
+    _, y = simulate_ecg_dataset(400, fs=50, duration=2.0, seed=1)
+    tr, va, te = low_label_split(y, 0.1, 0.2, seed=0)
+    assert (len(tr), len(va), len(te)) == (32, 8, 360)
+    allidx = np.concatenate([tr, va, te])
+    assert len(np.unique(allidx)) == 400
+    assert (y[tr].sum(0) > 0).sum() >= len(CONDITIONS) - 1  # nearly every label is in the small train split
+
+
+def test_cutmix_mixes_labels_by_the_replaced_fraction():
+    rng = np.random.default_rng(0)
+    x = np.arange(4 * 12 * 50, dtype=np.float32).reshape(4, 12, 50)
+    y = np.eye(4, dtype=np.float32)
+    xm, ym = cutmix_time(x, y, rng)
+    assert xm.shape == x.shape and np.allclose(ym.sum(1), 1.0)
+    changed = (xm != x).any(axis=1).mean(-1)
+    assert np.allclose(1 - ym.max(1), changed, atol=1e-6) or np.allclose(ym, y)
+
+
+# ------------------------------------------------------------------------------------------ model / LoRA
+
+
+def test_model_shapes_and_lora_targets():
+    net = _net()
+    x, _ = _batch()
+    assert net(x).shape == (8, 3) and net.features(x).shape == (8, 16)
+    names = lora_target_modules(net)
+    assert "head.hidden" in names and "head.out" not in names
+    assert any(n.endswith("attn.qkv") for n in names) and any(n.endswith("mlp.fc1") for n in names)
+    assert sum(n.startswith("blocks.") for n in names) == 9  # 3 blocks x (conv1, conv2, skip)
+    pm = add_lora(net, rank=2)
+    trainable = {n for n, p in pm.named_parameters() if p.requires_grad}
+    assert any("head.out" in n and n.endswith("weight") for n in trainable)
+    assert all("lora_" in n or n.endswith("bias") or "head.out" in n for n in trainable)
+
+
+def test_lora_merge_gives_identical_outputs():
+    pm = add_lora(_net(), rank=2)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)  # non-zero update
+    x, _ = _batch()
+    pm.eval()
+    with torch.no_grad():
+        before = pm(x)
+        merged = merge_lora(pm).eval()
+        after = merged(x)
+    assert isinstance(merged, ECGNet)
+    assert not any("lora" in n for n, _ in merged.named_parameters())
+    torch.testing.assert_close(before, after, atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------ ZO estimate
+
+
+def test_perturb_regenerates_z_and_spsa_restores_parameters():
+    a, b = torch.zeros(5), torch.zeros(2, 3)
+    perturb_([a, b], seed=7, scale=1.0)
+    a2, b2 = torch.zeros(5), torch.zeros(2, 3)
+    perturb_([a2, b2], seed=7, scale=1.0)
+    assert torch.equal(a, a2) and torch.equal(b, b2)
+    theta = [torch.randn(4), torch.randn(3)]
+    orig = [t.clone() for t in theta]
+    spsa_projected_gradient(lambda: float(sum((t**2).sum() for t in theta)), theta, seed=3, eps=1e-3)
+    for t, o in zip(theta, orig, strict=True):
+        torch.testing.assert_close(t, o, atol=1e-6, rtol=0)
+
+
+def test_spsa_is_unbiased_on_a_quadratic():
+    """E[((f(θ+εz) − f(θ−εz))/2ε) z] = ∇f; exact per draw for a quadratic's projection zᵀ∇f."""
+    torch.manual_seed(0)
+    a = torch.randn(6, 6, dtype=torch.float64)
+    a = a @ a.T / 6 + torch.eye(6, dtype=torch.float64)
+    theta = torch.randn(6, dtype=torch.float64)
+    grad = a @ theta
+
+    def loss() -> float:
+        return float(0.5 * theta @ a @ theta)
+
+    est = torch.zeros(6, dtype=torch.float64)
+    n = 1500
+    for s in range(n):
+        proj = spsa_projected_gradient(loss, [theta], seed=s, eps=1e-3)
+        z = torch.randn(6, generator=torch.Generator().manual_seed(s), dtype=torch.float64)
+        assert abs(proj - float(z @ grad)) < 1e-6
+        est += proj * z
+    est /= n
+    assert float((est - grad).norm() / grad.norm()) < 0.15
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.floats(0.0, 1.0),
+    st.lists(st.floats(-10, 10, allow_nan=False), min_size=3, max_size=3),
+    st.lists(st.floats(-10, 10, allow_nan=False), min_size=3, max_size=3),
+)
+def test_mix_gradients_norm_matching(c, gb, gz):
+    g_bp, g_zo = torch.tensor(gb, dtype=torch.float64), torch.tensor(gz, dtype=torch.float64)
+    g = mix_gradients(g_bp, g_zo, c)
+    assert float(g.norm()) <= float(g_bp.norm()) * (1 + 1e-9) + 1e-12  # never longer than g_bp
+    if c == 1.0:
+        torch.testing.assert_close(g, g_bp)
+    if c == 0.0 and float(g_zo.norm()) > 1e-3:
+        assert abs(float(g.norm()) - float(g_bp.norm())) <= 1e-5 * float(g_bp.norm()) + 1e-12
+
+
+# ------------------------------------------------------------------------------------------ hybrid step
+
+
+def test_hybrid_step_matches_a_naive_reference():
+    """One H-Tuning step with SGD(lr=1) moves each parameter by minus the gradient defined in the paper."""
+    x, y = _batch(b=6, length=64)
+    eps, c, b = 1e-3, 0.7, 3
+    pm = add_lora(_net(), rank=2)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    ref = copy.deepcopy(pm)
+    opt = torch.optim.SGD([p for p in pm.parameters() if p.requires_grad], lr=1.0)
+    tuner = HybridTuner(pm, opt, None, HTuningConfig(zo_eps=eps, coef=c, bp_batch=b), seed=5)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=torch.Generator().manual_seed(5)))
+    before = {n: p.detach().clone() for n, p in pm.named_parameters() if p.requires_grad}
+    tuner.step(x, y)
+
+    net = unwrap_model(ref)
+    head_ids = {id(p) for p in net.head.parameters()}
+    names = [n for n, p in ref.named_parameters() if p.requires_grad]
+    params = dict(ref.named_parameters())
+    backbone = [n for n in names if id(params[n]) not in head_ids]
+    head = [n for n in names if id(params[n]) in head_ids]
+    gen = torch.Generator().manual_seed(seed)
+    z = {n: torch.randn(params[n].shape, generator=gen) for n in backbone}
+    for m in ref.modules():  # ZO passes: norms train, the rest eval
+        m.training = isinstance(m, torch.nn.BatchNorm1d | torch.nn.LayerNorm)
+    with torch.no_grad():
+        for n in backbone:
+            params[n].add_(eps * z[n])
+        lp = F.binary_cross_entropy_with_logits(ref(x), y)
+        for n in backbone:
+            params[n].sub_(2 * eps * z[n])
+        feats = net.features(x)
+    lm = F.binary_cross_entropy_with_logits(net.head(feats), y)
+    g_head = torch.autograd.grad(lm, [params[n] for n in head])
+    proj = float((lp - lm.detach()) / (2 * eps))
+    with torch.no_grad():
+        for n in backbone:
+            params[n].add_(eps * z[n])
+    ref.train()
+    for m in ref.modules():
+        if isinstance(m, torch.nn.BatchNorm1d):
+            m.eval()
+    g_bp = torch.autograd.grad(
+        F.binary_cross_entropy_with_logits(ref(x[:b]), y[:b]),
+        [params[n] for n in backbone],
+        allow_unused=True,
+    )
+    for n, gb in zip(backbone, g_bp, strict=True):
+        gb = torch.zeros_like(params[n]) if gb is None else gb
+        gz = proj * z[n]
+        expect = c * gb + (1 - c) * gb.norm() * gz / (gz.norm() + 1e-6)
+        torch.testing.assert_close(before[n] - dict(pm.named_parameters())[n], expect, atol=2e-4, rtol=1e-3)
+    for n, gh in zip(head, g_head, strict=True):
+        torch.testing.assert_close(before[n] - dict(pm.named_parameters())[n], gh, atol=1e-5, rtol=1e-4)
+
+
+def _tuner(kind: str, b: int = 16) -> tuple[torch.nn.Module, torch.optim.Optimizer, object]:
+    model = _net() if kind == "full" else add_lora(_net(), rank=2)
+    opt = make_adamw(model, 1e-3)
+    sched = linear_warmup_decay(opt, 10)
+    if kind == "htuning":
+        return model, opt, HybridTuner(model, opt, sched, HTuningConfig(bp_batch=2))
+    if kind == "mezo":
+        return model, opt, MeZOTuner(model, opt, sched)
+    return model, opt, BPTuner(model, opt, sched)
+
+
+def test_training_memory_is_deterministic_and_orders_the_methods():
+    x, y = _batch(b=16, length=64)
+    mem = {}
+    for kind in ("full", "lora", "htuning", "mezo"):
+        model, opt, tuner = _tuner(kind)
+        m1 = training_memory(lambda t=tuner: t.step(x, y), model, opt)
+        m2 = training_memory(lambda t=tuner: t.step(x, y), model, opt)
+        assert m1 == m2
+        mem[kind] = m1
+    assert mem["mezo"].saved_bytes == 0
+    assert mem["htuning"].saved_bytes * 4 < mem["lora"].saved_bytes  # bp on 2 of 16 samples
+    assert (
+        mem["lora"].grad_bytes < mem["full"].grad_bytes
+        and mem["lora"].optimizer_bytes < mem["full"].optimizer_bytes
+    )
+    assert mem["htuning"].total < mem["lora"].total < mem["full"].total
+
+
+def test_saved_activation_bytes_counts_a_known_op():
+    x = torch.randn(100, requires_grad=True)
+    n, out = saved_activation_bytes(lambda: torch.exp(x))  # exp saves its output
+    assert n == 400 and out.shape == (100,)
+    w = torch.nn.Linear(10, 10, bias=False)
+    n, _ = saved_activation_bytes(lambda: w(torch.randn(4, 10)), w)  # the weight is parameter memory
+    assert n == 4 * 10 * 4
+
+
+def test_tuners_learn_a_separable_task():
+    torch.manual_seed(0)
+    x = torch.randn(16, 12, 64)
+    x[:, 0] += torch.where(torch.arange(16)[:, None] % 2 == 0, 1.0, -1.0)
+    y = (x[:, 0].mean(1, keepdim=True) > 0).float().repeat(1, 3)
+    for kind in ("lora", "htuning"):
+        model, opt, tuner = _tuner(kind)
+        for g in opt.param_groups:
+            g["lr"] = 1e-2
+        tuner.scheduler = None
+        losses = [tuner.step(x, y) for _ in range(8)]
+        assert np.mean(losses[-2:]) < np.mean(losses[:2])
+
+
+# ------------------------------------------------------------------------------------------ metrics / KD
+
+
+def test_metrics_against_known_values():
+    y = np.array([[1, 0], [0, 1], [1, 1], [0, 0]], dtype=float)
+    m = multilabel_metrics(y, y * 0.9 + 0.05)
+    assert m["macro_ap"] == pytest.approx(1.0) and m["macro_auroc"] == pytest.approx(1.0)
+    assert m["macro_f1"] == pytest.approx(1.0) and m["f2"] == pytest.approx(1.0)
+    thr = best_thresholds(y, y * 0.9 + 0.05)
+    assert thr.shape == (2,) and (thr > 0.05).all() and (thr <= 0.95).all()
+    flipped = multilabel_metrics(y, 1 - y)
+    assert flipped["macro_auroc"] == pytest.approx(0.0)
+
+
+def test_distillation_loss_is_two_bce_terms():
+    s, y, t = torch.randn(5, 3), (torch.rand(5, 3) > 0.5).float(), torch.rand(5, 3)
+    expect = F.binary_cross_entropy_with_logits(s, y) + F.binary_cross_entropy_with_logits(s, t)
+    torch.testing.assert_close(distillation_loss(s, y, t), expect)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def test_bad_input_raises_clear_errors():
+    net = _net()
+    with pytest.raises(ValueError, match="x"):
+        HybridTuner(net, make_adamw(net, 1e-3)).step(torch.randn(4, 5, 128), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match="NaN"):
+        BPTuner(net, make_adamw(net, 1e-3)).step(torch.full((4, 12, 128), float("nan")), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match="n"):
+        simulate_ecg_dataset(0)
+    with pytest.raises(ValueError, match="conditions"):
+        simulate_ecg_dataset(4, ["nope"])
+    with pytest.raises(ValueError, match="coef"):
+        HTuningConfig(coef=1.5)
+    with pytest.raises(ValueError, match="bp_batch"):
+        HTuningConfig(bp_batch=0)
+    with pytest.raises(ValueError, match="y_true"):
+        multilabel_metrics(np.zeros((0, 2)), np.zeros((0, 2)))
+    with pytest.raises(TypeError, match="dtype"):
+        net(torch.zeros(2, 12, 128, dtype=torch.float64)) if False else net.check_input(
+            torch.zeros(2, 12, 128, dtype=torch.float64)
+        )
+
+
+# ------------------------------------------------------------------------------------------ check
+
+
+def test_tiny_check_runs(monkeypatch):
+    from icml25.life.h_tuning.check import CHECK
+
+    monkeypatch.setenv("ICML25_THREADS", "1")  # the runner sets torch's threads from it
+
+    r = CHECK.run("tiny")
+    names = {c.name for c in r.criteria}
+    assert "beats_mezo" in names
+    for arm in ("htuning", "full_ft", "lora_bp", "mezo", "student_kd", "student_alone"):
+        assert "macro_ap" in r.metrics[arm]
+    assert r.metrics["htuning"]["saved_bytes"].mean < r.metrics["lora_bp"]["saved_bytes"].mean
+
+
+@pytest.mark.slow
+def test_full_preset_constructs_and_runs_one_step():
+    from icml25.life.h_tuning.check import CHECK
+
+    cfg = CHECK.config("full")
+    net = ECGNet(
+        len(CONDITIONS), width=cfg.teacher_width, n_transformer=cfg.teacher_layers, heads=cfg.teacher_heads
+    )
+    length = int(round(cfg.fs * cfg.duration))
+    assert length == 6144
+    model = add_lora(net, cfg.lora_rank)
+    opt = make_adamw(model, cfg.lrs[0])
+    tuner = HybridTuner(model, opt, linear_warmup_decay(opt, cfg.steps), HTuningConfig(bp_batch=cfg.bp_batch))
+    x, y = torch.randn(1, 12, length), torch.zeros(1, len(CONDITIONS))  # one record keeps it quick
+    loss = tuner.step(x, y)
+    assert np.isfinite(loss)
