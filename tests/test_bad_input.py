@@ -639,6 +639,564 @@ def _pnba() -> list[Case]:
     ]
 
 
+def _fedncn() -> list[Case]:
+    from icml25.graphs import clustering_metrics, louvain_partition, make_attributed_sbm, split_by_assignment
+    from icml25.graphs.fedncn import (
+        ClientSignals,
+        FedNCNConfig,
+        GCNAutoencoder,
+        mend_links,
+        normalized_adjacency,
+        run_fedncn,
+        select_representatives,
+        train_denoiser,
+    )
+
+    slug = "fedncn"
+    data = make_attributed_sbm(40, 2, 6, avg_degree=4, seed=0)
+    adj = normalized_adjacency(data.edge_index, 40)
+    part = louvain_partition(data, 2, seed=0)
+    cfg = FedNCNConfig(dims=(4, 2), rounds=1, local_epochs=1, server_epochs=1, denoiser_epochs=1)
+
+    def model() -> GCNAutoencoder:
+        return GCNAutoencoder(6, (4, 2))
+
+    def sig(rows: torch.Tensor) -> list[ClientSignals]:
+        return [ClientSignals(rows, torch.zeros(len(rows), dtype=torch.long), torch.arange(len(rows)))]
+
+    return [
+        Case(
+            slug, "shape", "encode wrong feature count", lambda: model().encode(torch.ones(40, 5), adj), "x"
+        ),
+        Case(slug, "shape", "encode 1-D x", lambda: model().encode(torch.ones(40), adj), "x"),
+        Case(
+            slug,
+            "shape",
+            "normalized_adjacency 3-row edge_index",
+            lambda: normalized_adjacency(torch.zeros(3, 4, dtype=torch.long), 5),
+            "edge_index",
+        ),
+        Case(
+            slug,
+            "shape",
+            "clustering_metrics length mismatch",
+            lambda: clustering_metrics([0, 1], [0, 1, 1]),
+            "y_true",
+        ),
+        Case(
+            slug,
+            "shape",
+            "split_by_assignment wrong length",
+            lambda: split_by_assignment(data, np.zeros(3, dtype=int)),
+            "assignment",
+        ),
+        Case(
+            slug,
+            "shape",
+            "select_representatives labels length",
+            lambda: select_representatives(torch.randn(5, 2), np.zeros(4, int), torch.randn(1, 2), 0.5),
+            "labels",
+        ),
+        Case(slug, "nonfinite", "encode NaN x", lambda: model().encode(torch.full((40, 6), NAN), adj), "x"),
+        Case(
+            slug,
+            "nonfinite",
+            "train_denoiser inf rows",
+            lambda: train_denoiser(torch.full((3, 2), float("inf")), noise_std=0.1),
+            "b",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "mend_links NaN rows",
+            lambda: mend_links(sig(torch.full((4, 3), NAN)), 1),
+            "rows",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "select_representatives NaN z",
+            lambda: select_representatives(torch.full((5, 2), NAN), np.zeros(5, int), torch.randn(1, 2), 0.5),
+            "z",
+        ),
+        Case(slug, "empty", "encode no nodes", lambda: model().encode(torch.ones(0, 6), adj), "x"),
+        Case(slug, "empty", "mend_links no clients", lambda: mend_links([], 2), "signals"),
+        Case(slug, "empty", "clustering_metrics empty", lambda: clustering_metrics([], []), "y_true"),
+        Case(
+            slug,
+            "dtype",
+            "encode integer x",
+            lambda: model().encode(torch.ones(40, 6, dtype=torch.long), adj),
+            "x",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "clustering_metrics float labels",
+            lambda: clustering_metrics([0, 1], [0.5, 1.0]),
+            "y_pred",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "normalized_adjacency float edge_index",
+            lambda: normalized_adjacency(torch.zeros(2, 3), 5),
+            "edge_index",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "run_fedncn with a Data instead of a Partition",
+            lambda: run_fedncn(data, 2, cfg),
+            "partition",
+        ),
+        Case(slug, "size", "GCNAutoencoder zero width", lambda: GCNAutoencoder(6, (4, 0)), "dims"),
+        Case(slug, "size", "make_attributed_sbm n=0", lambda: make_attributed_sbm(0, 2, 4), "n"),
+        Case(
+            slug, "size", "louvain_partition zero clients", lambda: louvain_partition(data, 0), "num_clients"
+        ),
+        Case(slug, "size", "run_fedncn zero clusters", lambda: run_fedncn(part, 0, cfg), "num_clusters"),
+        Case(slug, "size", "FedNCNConfig zero rounds", lambda: FedNCNConfig(rounds=0), "FedNCNConfig.rounds"),
+        Case(
+            slug, "size", "FedNCNConfig share above 1", lambda: FedNCNConfig(share=1.5), "FedNCNConfig.share"
+        ),
+        Case(
+            slug,
+            "size",
+            "train_denoiser negative noise",
+            lambda: train_denoiser(torch.ones(3, 2), noise_std=-1.0),
+            "noise_std",
+        ),
+    ]
+
+
+def _slogan() -> list[Case]:
+    from torch_geometric.data import Batch
+
+    from icml25.graphs.slogan import (
+        N_FEATURES,
+        SLOGAN,
+        AdaptiveThreshold,
+        MotifDomainConfig,
+        SloganConfig,
+        UDATrainConfig,
+        density_split,
+        dv_bound,
+        make_motif_graph,
+        make_spurious_motif_domains,
+        train_uda,
+    )
+
+    slug = "slogan"
+    rng = np.random.default_rng(0)
+
+    def model() -> SLOGAN:
+        return SLOGAN(SloganConfig(in_dim=N_FEATURES, n_classes=3, hidden=8, layers=1, z_dim=4))
+
+    def graphs(n: int = 4):
+        return make_spurious_motif_domains(
+            MotifDomainConfig(n_per_domain=n, source_size=(5, 6), target_size=(5, 6)), seed=0
+        )
+
+    def with_x(x: torch.Tensor) -> Batch:
+        g = graphs()[0][0].clone()
+        g.x = x
+        return Batch.from_data_list([g])
+
+    def nan_source() -> object:
+        src, tgt = graphs()
+        bad = src[0].clone()
+        bad.x = torch.full_like(bad.x, NAN)
+        return train_uda(model(), [bad, *src[1:]], tgt, "erm", UDATrainConfig(epochs=1))
+
+    return [
+        Case(slug, "shape", "forward with wrong feature width",
+             lambda: model()(with_x(torch.ones(7, N_FEATURES + 2))), "batch.x"),
+        Case(slug, "shape", "dv_bound label vector of wrong length",
+             lambda: dv_bound(torch.randn(4, 3), torch.zeros(3, dtype=torch.long), torch.randn(3, 2)), "y"),
+        Case(slug, "shape", "AdaptiveThreshold probs with wrong class count",
+             lambda: AdaptiveThreshold(3).update(torch.rand(4, 2)), "probs"),
+        Case(slug, "nonfinite", "forward NaN node features",
+             lambda: model()(with_x(torch.full((7, N_FEATURES), NAN))), "batch.x"),
+        Case(slug, "nonfinite", "train_uda NaN source features", nan_source, "source"),
+        Case(slug, "nonfinite", "AdaptiveThreshold inf probs",
+             lambda: AdaptiveThreshold(3).update(torch.full((2, 3), float("inf"))), "probs"),
+        Case(slug, "empty", "train_uda empty target",
+             lambda: train_uda(model(), graphs()[0], [], "erm"), "target"),
+        Case(slug, "empty", "density_split no graphs", lambda: density_split([], 4), "graphs"),
+        Case(slug, "empty", "AdaptiveThreshold no rows",
+             lambda: AdaptiveThreshold(3).update(torch.zeros(0, 3)), "probs"),
+        Case(slug, "dtype", "forward integer node features",
+             lambda: model()(with_x(torch.ones(7, N_FEATURES, dtype=torch.long))), "batch.x"),
+        Case(slug, "dtype", "dv_bound float labels",
+             lambda: dv_bound(torch.randn(4, 3), torch.zeros(4), torch.randn(3, 2)), "y"),
+        Case(slug, "dtype", "train_uda config of the wrong type",
+             lambda: train_uda(model(), *graphs(), "erm", {"epochs": 1}), "config"),
+        Case(slug, "size", "MotifDomainConfig n_per_domain 0",
+             lambda: MotifDomainConfig(n_per_domain=0), "n_per_domain"),
+        Case(slug, "size", "make_motif_graph base_size 0",
+             lambda: make_motif_graph(0, 0, 0, rng=rng), "base_size"),
+        Case(slug, "size", "SloganConfig hidden 0",
+             lambda: SloganConfig(in_dim=N_FEATURES, n_classes=3, hidden=0), "hidden"),
+        Case(slug, "size", "UDATrainConfig epochs 0", lambda: UDATrainConfig(epochs=0), "epochs"),
+        Case(slug, "size", "density_split n_domains 0",
+             lambda: density_split(graphs()[0], 0), "n_domains"),
+    ]  # fmt: skip
+
+
+def _dynamic_message_passing() -> list[Case]:
+    from icml25.generative.dynamic_message_passing import (
+        GraphSchedule,
+        NCGNConfig,
+        NCGNVelocity,
+        build_adaptive_graph,
+        primitive_point_clouds,
+        turing_st_dataset,
+        voxel_cluster,
+        w1_flattened,
+    )
+    from icml25.nn.flow_matching import euler_sample, linear_path, sample_times
+
+    slug = "dynamic_message_passing"
+    pos = torch.rand(2, 10, 2)
+    torch.manual_seed(0)
+    vel = NCGNVelocity(NCGNConfig(in_dim=3, cond_dim=2, hidden=8, layers=1, conv="gcn"), GraphSchedule())
+    sched = GraphSchedule()
+    return [
+        Case(
+            slug,
+            "shape",
+            "build_adaptive_graph 2-D pos",
+            lambda: build_adaptive_graph(pos[0], torch.rand(1), sched),
+            "pos",
+        ),
+        Case(
+            slug,
+            "shape",
+            "NCGNVelocity wrong feature count",
+            lambda: vel(torch.rand(2, 10, 4), torch.rand(2), pos),
+            "x_t",
+        ),
+        Case(
+            slug,
+            "shape",
+            "w1_flattened mismatched samples",
+            lambda: w1_flattened(np.zeros((3, 4)), np.zeros((3, 5))),
+            "generated",
+        ),
+        Case(
+            slug,
+            "shape",
+            "linear_path mismatched shapes",
+            lambda: linear_path(torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2)),
+            "x0 and x1",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "build_adaptive_graph NaN pos",
+            lambda: build_adaptive_graph(torch.full((1, 10, 2), NAN), torch.rand(1), sched),
+            "pos",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "build_adaptive_graph NaN clean_frac",
+            lambda: build_adaptive_graph(pos, torch.tensor([NAN, 0.5]), sched),
+            "clean_frac",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "NCGNVelocity inf x_t",
+            lambda: vel(torch.full((2, 10, 3), float("inf")), torch.rand(2), pos),
+            "x_t",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "w1_flattened NaN",
+            lambda: w1_flattened(np.full((3, 4), NAN), np.zeros((3, 4))),
+            "generated",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "linear_path NaN x1",
+            lambda: linear_path(torch.zeros(2, 3), torch.full((2, 3), NAN), torch.zeros(2)),
+            "x1",
+        ),
+        Case(
+            slug,
+            "empty",
+            "build_adaptive_graph no nodes",
+            lambda: build_adaptive_graph(torch.zeros(1, 0, 2), torch.rand(1), sched),
+            "pos",
+        ),
+        Case(
+            slug,
+            "empty",
+            "build_adaptive_graph no clean_frac",
+            lambda: sched.resolution(torch.zeros(0), 10),
+            "clean_frac",
+        ),
+        Case(
+            slug,
+            "empty",
+            "w1_flattened empty set",
+            lambda: w1_flattened(np.zeros((0, 4)), np.zeros((3, 4))),
+            "generated",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "NCGNVelocity float64 x_t",
+            lambda: vel(torch.rand(2, 10, 3, dtype=torch.float64), torch.rand(2), pos),
+            "x_t",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "voxel_cluster float n_clusters",
+            lambda: voxel_cluster(pos, torch.tensor([3.0, 4.0])),
+            "n_clusters",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "integer clean_frac",
+            lambda: sched.resolution(torch.tensor([0, 1]), 10),
+            "clean_frac",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "w1_flattened strings",
+            lambda: w1_flattened(np.array([["a"]]), np.zeros((1, 1))),
+            "generated",
+        ),
+        Case(slug, "size", "GraphSchedule base_k 0", lambda: GraphSchedule(base_k=0), "base_k"),
+        Case(slug, "size", "NCGNConfig hidden 0", lambda: NCGNConfig(in_dim=3, hidden=0), "hidden"),
+        Case(slug, "size", "turing_st_dataset n_sim 0", lambda: turing_st_dataset(0), "n_sim"),
+        Case(
+            slug,
+            "size",
+            "primitive_point_clouds n_points 0",
+            lambda: primitive_point_clouds(2, 0),
+            "n_points",
+        ),
+        Case(
+            slug,
+            "size",
+            "voxel_cluster n_clusters 0",
+            lambda: voxel_cluster(pos, torch.tensor([0, 2])),
+            "n_clusters",
+        ),
+        Case(
+            slug,
+            "size",
+            "euler_sample steps 0",
+            lambda: euler_sample(lambda x, t, c: x, torch.zeros(2, 2), steps=0),
+            "steps",
+        ),
+        Case(slug, "size", "sample_times n 0", lambda: sample_times(0), "n"),
+    ]
+
+
+def _continual_robust_training() -> list[Case]:
+    from icml25.robustness.continual_robust_training import (
+        AdversarialLogitReg,
+        LinfPGD,
+        ReColor1D,
+        SmallCNN,
+        StageConfig,
+        UniformNoiseReg,
+        attack,
+        robust_eval,
+        square_attack,
+        train_stage,
+    )
+
+    slug = "continual_robust_training"
+
+    def model() -> SmallCNN:
+        torch.manual_seed(0)
+        return SmallCNN(widths=(2, 4), hidden=8)
+
+    x, y = torch.rand(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+    return [
+        Case(
+            slug,
+            "shape",
+            "attack 3-D images",
+            lambda: attack(model(), torch.rand(4, 8, 8), y, LinfPGD(0.1)),
+            "x",
+        ),
+        Case(
+            slug,
+            "shape",
+            "attack labels of wrong length",
+            lambda: attack(model(), x, y[:3], LinfPGD(0.1)),
+            "y",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "attack NaN images",
+            lambda: attack(model(), torch.full((4, 1, 8, 8), NAN), y, LinfPGD(0.1)),
+            "x",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "ALR inf images",
+            lambda: AdversarialLogitReg(LinfPGD(0.1))(model(), torch.full((4, 1, 8, 8), float("inf"))),
+            "x",
+        ),
+        Case(
+            slug,
+            "empty",
+            "attack no images",
+            lambda: attack(model(), torch.rand(0, 1, 8, 8), y[:0], LinfPGD(0.1)),
+            "x",
+        ),
+        Case(
+            slug,
+            "empty",
+            "train_stage no attacks",
+            lambda: train_stage(model(), x, y, [], StageConfig()),
+            "attacks",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "attack integer images",
+            lambda: attack(model(), torch.ones(4, 1, 8, 8, dtype=torch.long), y, LinfPGD(0.1)),
+            "x",
+        ),
+        Case(slug, "dtype", "attack float labels", lambda: attack(model(), x, y.float(), LinfPGD(0.1)), "y"),
+        Case(
+            slug,
+            "dtype",
+            "robust_eval attacks not threat models",
+            lambda: robust_eval(model(), x, y, {"a": "linf"}),  # type: ignore[dict-item]
+            "attacks",
+        ),
+        Case(slug, "size", "LinfPGD eps 0", lambda: LinfPGD(0.0), "eps"),
+        Case(slug, "size", "attack steps 0", lambda: attack(model(), x, y, LinfPGD(0.1), steps=0), "steps"),
+        Case(slug, "size", "ReColor1D knots 0", lambda: ReColor1D(0.1, knots=0), "knots"),
+        Case(slug, "size", "UniformNoiseReg sigma < 0", lambda: UniformNoiseReg(-1.0), "sigma"),
+        Case(slug, "size", "StageConfig epochs 0", lambda: StageConfig(epochs=0), "epochs"),
+        Case(
+            slug,
+            "size",
+            "square_attack queries 0",
+            lambda: square_attack(model(), x, y, 0.1, queries=0),
+            "queries",
+        ),
+        Case(slug, "size", "robust_eval steps 0", lambda: robust_eval(model(), x, y, {}, steps=0), "steps"),
+    ]
+
+
+def _h_tuning() -> list[Case]:
+    from icml25.life.h_tuning import (
+        BPTuner,
+        ECGNet,
+        HTuningConfig,
+        HybridTuner,
+        make_adamw,
+        mix_gradients,
+        multilabel_metrics,
+        simulate_ecg_dataset,
+    )
+
+    torch.manual_seed(0)
+    net = ECGNet(3, width=8, n_transformer=1, heads=2)
+    y = torch.zeros(2, 3)
+
+    def hyb() -> HybridTuner:
+        return HybridTuner(net, make_adamw(net, 1e-3), None, HTuningConfig(bp_batch=1))
+
+    return [
+        Case(
+            "h_tuning",
+            "shape",
+            "HybridTuner.step wrong lead count",
+            lambda: hyb().step(torch.zeros(2, 5, 64), y),
+            "x",
+        ),
+        Case(
+            "h_tuning",
+            "shape",
+            "HybridTuner.step batch mismatch",
+            lambda: hyb().step(torch.zeros(3, 12, 64), y),
+            "batch",
+        ),
+        Case(
+            "h_tuning",
+            "nonfinite",
+            "HybridTuner.step NaN x",
+            lambda: hyb().step(torch.full((2, 12, 64), NAN), y),
+            "x",
+        ),
+        Case(
+            "h_tuning",
+            "nonfinite",
+            "BPTuner.step inf y",
+            lambda: BPTuner(net, make_adamw(net, 1e-3)).step(
+                torch.zeros(2, 12, 64), torch.full((2, 3), float("inf"))
+            ),
+            "y",
+        ),
+        Case(
+            "h_tuning",
+            "empty",
+            "ECGNet.forward empty batch",
+            lambda: hyb().step(torch.zeros(0, 12, 64), y[:0]),
+            "x",
+        ),
+        Case(
+            "h_tuning",
+            "empty",
+            "multilabel_metrics empty",
+            lambda: multilabel_metrics(np.zeros((0, 3)), np.zeros((0, 3))),
+            "y_true",
+        ),
+        Case(
+            "h_tuning",
+            "dtype",
+            "HybridTuner.step float64 x",
+            lambda: hyb().step(torch.zeros(2, 12, 64, dtype=torch.float64), y),
+            "x",
+        ),
+        Case(
+            "h_tuning",
+            "dtype",
+            "multilabel_metrics strings",
+            lambda: multilabel_metrics(np.full((4, 3), "a"), np.zeros((4, 3))),
+            "y_true",
+        ),
+        Case("h_tuning", "size", "simulate_ecg_dataset n=0", lambda: simulate_ecg_dataset(0), "n"),
+        Case(
+            "h_tuning",
+            "size",
+            "simulate_ecg_dataset duration<0",
+            lambda: simulate_ecg_dataset(2, duration=-1.0),
+            "duration",
+        ),
+        Case("h_tuning", "size", "HTuningConfig bp_batch=0", lambda: HTuningConfig(bp_batch=0), "bp_batch"),
+        Case("h_tuning", "size", "HTuningConfig zo_eps=0", lambda: HTuningConfig(zo_eps=0.0), "zo_eps"),
+        Case("h_tuning", "size", "ECGNet width=0", lambda: ECGNet(3, width=0), "width"),
+        Case(
+            "h_tuning",
+            "shape",
+            "mix_gradients shape mismatch",
+            lambda: mix_gradients(torch.zeros(3), torch.zeros(4), 0.9),
+            "g_bp",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -657,6 +1215,11 @@ CASES: list[Case] = [
     *_dcg_statistics(),
     *_moe_sgd(),
     *_pnba(),
+    *_fedncn(),
+    *_slogan(),
+    *_dynamic_message_passing(),
+    *_continual_robust_training(),
+    *_h_tuning(),
 ]
 
 
