@@ -354,10 +354,11 @@ def test_validation_split_is_separate_and_leaves_train_and_test_unchanged() -> N
 
 
 def test_choose_lr_takes_the_lowest_validation_error_and_never_a_diverged_rate() -> None:
-    from icml25.physics.pde_transformer.check import ArmRun, choose_lr
+    from icml25.physics.pde_transformer.check import TrainedArm, choose_lr
+    from icml25.physics.pde_transformer.training import TrainConfig
 
-    def run(v: float) -> ArmRun:
-        return ArmRun(metrics={"val_nrmse1_mean": v}, series={}, state={})
+    def run(v: float) -> TrainedArm:
+        return TrainedArm(torch.nn.Linear(1, 1), 1e-3, TrainConfig(), 1.0, [1.0], 0.0, v)
 
     assert choose_lr({1e-3: run(0.2), 2e-3: run(0.1)}) == 2e-3
     assert choose_lr({1e-3: run(0.2), 2e-3: run(float("nan")), 4e-3: run(float("inf"))}) == 1e-3
