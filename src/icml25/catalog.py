@@ -389,8 +389,8 @@ PAPERS: tuple[Paper, ...] = (
             "kNN or fully connected GNNs at equal edge budget."
         ),
         baseline=(
-            "the same network with a noise-independent graph: static kNN and random long-range edges "
-            "at the kNN edge budget, and fully connected"
+            "the same network with a noise-independent graph: static kNN and fully connected (random "
+            "long-range edges at the kNN budget too, outside the small preset)"
         ),
         tags=("stochastic", "gpu", "simulated"),
         status="checked",
