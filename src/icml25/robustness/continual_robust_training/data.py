@@ -1,4 +1,7 @@
-"""The digits data and the small CNN of our check of regularised continual robust training."""
+"""The digits data and the small CNN of our check of regularised continual robust training.
+
+Paper: *Adapting to Evolving Adversaries with Regularized Continual Robust Training*
+(Dai et al., ICML 2025, https://arxiv.org/abs/2502.04248)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Logit-space regularisers of regularised continual robust training (Dai et al., ICML 2025, Sec. 3-4).
 
+Paper: *Adapting to Evolving Adversaries with Regularized Continual Robust Training*
+(Dai et al., ICML 2025, https://arxiv.org/abs/2502.04248).
+
 The paper bounds the gap between a model's robust losses under two threat models by how far each
 threat model can move the logits (Sec. 3, Theorem on the robust-loss gap): for a loss that is
 M-Lipschitz in the logits ``h``, ``|max_{C1} l - max_{C2} l| <= M (max_{C1} ||h(x1) - h(x)||_2 +

@@ -1,5 +1,8 @@
 """Adversarial training, continual fine-tuning on newly arrived attacks, and robust evaluation.
 
+Paper: *Adapting to Evolving Adversaries with Regularized Continual Robust Training*
+(Dai et al., ICML 2025, https://arxiv.org/abs/2502.04248).
+
 Implements the training loop of regularised continual robust training (Dai et al., ICML 2025,
 Sec. 4 and the official ``adv_train.py``): per batch,
 
