@@ -1,0 +1,425 @@
+"""Macro-action multi-agent environments with the PettingZoo ``ParallelEnv`` API.
+
+Jung et al., *Agent-Centric Actor-Critic for Asynchronous Multi-Agent Reinforcement Learning*,
+ICML 2025 (https://openreview.net/forum?id=323GZNnGqe). The setting is a MacDec-POMDP (Sec. 2 of
+the paper): each agent runs a temporally extended macro-action for a variable number of primitive
+steps, receives a new macro-observation only when that macro-action ends and then chooses its
+next one. Agents therefore decide at different times.
+
+:class:`MacroActionEnv` is the wrapper that turns primitive-step dynamics plus per-agent
+macro-action controllers into that interface. One call of :meth:`MacroActionEnv.step` advances one
+*primitive* step; ``actions[agent]`` must be a macro-action index for agents at a decision point
+(``infos[agent]["mac_done"]`` was True) and ``None`` (or anything, ignored) for agents still busy.
+The reward is shared by the team. Subclasses supply ``_reset_state``, ``_advance`` and
+``_observe``; any environment written this way runs unchanged with the learners of this package.
+
+Two tasks are included:
+
+* :class:`MacroBoxPushing` -- the paper's BoxPushing domain (Sec. 5; rules as in the official
+  ``box_pushing_MA`` environment): two agents must push a big box together (+300) rather than a
+  small one alone (+20); -0.1 per step; -10 for a bad push.
+* :class:`MacroMeeting` -- a second asynchronous cooperative task of ours: agents on a line
+  walk to landmarks (a walk lasts as many steps as the distance) and are rewarded only when
+  all of them stand on the far landmark and signal together; a near landmark gives each agent a
+  small solitary reward. Macro-action durations differ by agent and by choice.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo.utils.env import ParallelEnv
+
+from icml25.core.validate import check_positive
+
+__all__ = ["MacroActionEnv", "MacroBoxPushing", "MacroMeeting"]
+
+
+class MacroActionEnv(ParallelEnv):  # type: ignore[misc]
+    """Base wrapper: primitive dynamics + macro-action bookkeeping in the ``ParallelEnv`` API.
+
+    Attributes:
+        possible_agents / agents: agent names (``agents`` is empty once the episode is over).
+        horizon: primitive steps after which the episode is truncated.
+        n_macro_actions, obs_dim: sizes of every agent's action and observation spaces.
+
+    ``step`` returns ``(obs, rewards, terminations, truncations, infos)``. ``obs[agent]`` is the
+    agent's *macro-observation*: it changes only when the agent's macro-action ends.
+    ``infos[agent]`` holds ``mac_done`` (the agent decides next step), ``t`` (the primitive time
+    of the next decision step, i.e. steps taken so far) and ``team_reward``.
+    """
+
+    metadata: dict[str, Any] = {"name": "macro_action_env", "render_modes": []}
+    n_macro_actions: int
+    obs_dim: int
+
+    def __init__(self, n_agents: int, horizon: int) -> None:
+        check_positive("n_agents", n_agents, integer=True)
+        check_positive("horizon", horizon, integer=True)
+        self.n_agents = n_agents
+        self.horizon = horizon
+        self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.agents: list[str] = []
+        self._rng = np.random.default_rng()
+        self.t = 0
+        self._macro = [-1] * n_agents
+        self._mac_done = [True] * n_agents
+        self._obs = [np.zeros(self.obs_dim, dtype=np.float32) for _ in range(n_agents)]
+
+    # -- spaces ---------------------------------------------------------------------------------
+
+    @functools.cache  # noqa: B019 - spaces are immutable per env
+    def observation_space(self, agent: str) -> spaces.Space:
+        return spaces.MultiBinary(self.obs_dim)
+
+    @functools.cache  # noqa: B019
+    def action_space(self, agent: str) -> spaces.Space:
+        return spaces.Discrete(self.n_macro_actions)
+
+    # -- hooks for subclasses -------------------------------------------------------------------
+
+    def _reset_state(self, rng: np.random.Generator) -> None:
+        raise NotImplementedError
+
+    def _advance(self, macros: list[int], starting: list[bool]) -> tuple[float, list[bool], bool]:
+        """One primitive step. Returns (team reward, which macro-actions ended, terminated)."""
+        raise NotImplementedError
+
+    def _observe(self, i: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _initial_obs(self, i: int) -> np.ndarray:
+        return self._observe(i)
+
+    # -- ParallelEnv API ------------------------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._reset_state(self._rng)
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        self._macro = [-1] * self.n_agents
+        self._mac_done = [True] * self.n_agents
+        self._obs = [self._initial_obs(i).astype(np.float32) for i in range(self.n_agents)]
+        obs = {a: self._obs[i].copy() for i, a in enumerate(self.possible_agents)}
+        infos = {a: {"mac_done": True, "t": 0, "team_reward": 0.0} for a in self.possible_agents}
+        return obs, infos
+
+    def step(
+        self, actions: dict[str, int | None]
+    ) -> tuple[
+        dict[str, np.ndarray],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        if not self.agents:
+            raise ValueError("step called on a finished episode; call reset first")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict agent -> int | None, got {type(actions).__name__}")
+        starting = list(self._mac_done)
+        for i, agent in enumerate(self.possible_agents):
+            if not starting[i]:
+                continue
+            a = actions.get(agent)
+            if a is None or isinstance(a, bool) or not isinstance(a, int | np.integer):
+                raise ValueError(
+                    f"actions[{agent!r}] must be a macro-action index (agent is at a decision point)"
+                )
+            if not 0 <= int(a) < self.n_macro_actions:
+                raise ValueError(f"actions[{agent!r}] must lie in [0, {self.n_macro_actions}), got {a}")
+            self._macro[i] = int(a)
+        reward, ended, terminated = self._advance(list(self._macro), starting)
+        self.t += 1
+        truncated = not terminated and self.t >= self.horizon
+        self._mac_done = [bool(e) for e in ended]
+        for i in range(self.n_agents):
+            if self._mac_done[i]:
+                self._obs[i] = self._observe(i).astype(np.float32)
+        obs = {a: self._obs[i].copy() for i, a in enumerate(self.possible_agents)}
+        rewards = {a: float(reward) for a in self.possible_agents}
+        terms = {a: bool(terminated) for a in self.possible_agents}
+        truncs = {a: bool(truncated) for a in self.possible_agents}
+        infos = {
+            a: {"mac_done": self._mac_done[i], "t": self.t, "team_reward": float(reward)}
+            for i, a in enumerate(self.possible_agents)
+        }
+        if terminated or truncated:
+            self.agents = []
+        return obs, rewards, terms, truncs, infos
+
+
+# ------------------------------------------------------------------------------------------------
+# BoxPushing
+# ------------------------------------------------------------------------------------------------
+
+_DIRS = ((0, 1), (1, 0), (0, -1), (-1, 0))  # orientation 0 = N (+y), 1 = E, 2 = S, 3 = W
+_SMALL, _BIG, _EMPTY, _WALL, _MATE = range(5)
+
+
+class MacroBoxPushing(MacroActionEnv):
+    """BoxPushing with macro-actions (the paper's Sec. 5 domain), two agents on a ``grid`` x ``grid`` map.
+
+    Cells are integer (column, row); row 0 is the bottom, the goal is the top row. Agents start in
+    row 1 at the two side walls facing inward. Small boxes sit at the side walls in row
+    ``grid // 2``; the big box covers the two middle columns of that row. Macro-actions:
+
+    0-3  go to a waypoint below SB0, SB1, the big box's left cell or its right cell (one move or
+         one turn per step, greedy on Manhattan distance plus a turn cost of 0 / 0.1 / 0.2 for
+         ahead / sideways / behind; box cells and the teammate block), ending there facing north;
+    4    push: move forward each step. A small box ahead is pushed when facing north; the big box
+         moves only when both agents stand under it facing north and both choose push on the same
+         step, then agents and box move up together. Hitting a wall, or the big box alone, ends the
+         macro-action with ``penalty``;
+    5/6  turn left / right; 7 stay (one step each).
+
+    Rewards are shared: ``step_cost`` per step, ``big_reward`` / ``small_reward`` when a box reaches
+    the top row (which ends the episode), ``penalty`` per bad push. The 5-bit observation is the
+    cell in front (small box, big box, empty, wall, teammate), refreshed when the agent's
+    macro-action ends; at ``t = 0`` both agents see "empty".
+    """
+
+    metadata = {"name": "macro_box_pushing", "render_modes": []}
+    n_macro_actions = 8
+    obs_dim = 5
+
+    def __init__(
+        self,
+        grid: int = 6,
+        horizon: int = 100,
+        *,
+        big_reward: float = 300.0,
+        small_reward: float = 20.0,
+        penalty: float = -10.0,
+        step_cost: float = -0.1,
+    ) -> None:
+        if isinstance(grid, bool) or not isinstance(grid, int) or grid < 4:
+            raise ValueError(f"grid must be an integer >= 4, got {grid!r}")
+        for name, value in (
+            ("big_reward", big_reward),
+            ("small_reward", small_reward),
+            ("penalty", penalty),
+            ("step_cost", step_cost),
+        ):
+            if not isinstance(value, int | float) or not np.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        self.grid = grid
+        self.big_reward, self.small_reward = float(big_reward), float(small_reward)
+        self.penalty, self.step_cost = float(penalty), float(step_cost)
+        self.box_row = grid // 2
+        mid = grid // 2
+        self.waypoints = (
+            (0, self.box_row - 1),
+            (grid - 1, self.box_row - 1),
+            (mid - 1, self.box_row - 1),
+            (mid, self.box_row - 1),
+        )
+        super().__init__(2, horizon)
+
+    def _reset_state(self, rng: np.random.Generator) -> None:
+        g = self.grid
+        self.pos = [[0, 1], [g - 1, 1]]
+        self.ori = [1, 3]
+        self.small = [[0, self.box_row], [g - 1, self.box_row]]
+        self.big = [g // 2 - 1, self.box_row]  # left cell of the big box
+        self._pushing_big = False
+
+    def _initial_obs(self, i: int) -> np.ndarray:
+        out = np.zeros(5, dtype=np.float32)
+        out[_EMPTY] = 1.0
+        return out
+
+    def _cell(self, x: int, y: int, me: int) -> int:
+        if not (0 <= x < self.grid and 0 <= y < self.grid):
+            return _WALL
+        if any(b == [x, y] for b in self.small):
+            return _SMALL
+        if y == self.big[1] and x in (self.big[0], self.big[0] + 1):
+            return _BIG
+        if self.pos[1 - me] == [x, y]:
+            return _MATE
+        return _EMPTY
+
+    def _observe(self, i: int) -> np.ndarray:
+        dx, dy = _DIRS[self.ori[i]]
+        out = np.zeros(5, dtype=np.float32)
+        out[self._cell(self.pos[i][0] + dx, self.pos[i][1] + dy, i)] = 1.0
+        return out
+
+    def _navigate(self, i: int, target: tuple[int, int]) -> bool:
+        """One primitive step of a go-to-waypoint controller; True when it has ended."""
+        x, y = self.pos[i]
+        if (x, y) == target:
+            if self.ori[i] == 0:
+                return True
+            self.ori[i] = (self.ori[i] + (1 if self.ori[i] == 3 else -1)) % 4  # turn toward north
+            return self.ori[i] == 0
+        best, best_d = np.inf, -1
+        for d, (dx, dy) in enumerate(_DIRS):
+            if self._cell(x + dx, y + dy, i) != _EMPTY:
+                continue
+            rel = (d - self.ori[i]) % 4
+            cost = abs(x + dx - target[0]) + abs(y + dy - target[1]) + (0.0, 0.1, 0.2, 0.1)[rel]
+            if cost < best:
+                best, best_d = cost, d
+        if best_d < 0:
+            return False  # boxed in this step; wait
+        if best_d == self.ori[i]:
+            self.pos[i] = [x + _DIRS[best_d][0], y + _DIRS[best_d][1]]
+        else:
+            rel = (best_d - self.ori[i]) % 4
+            self.ori[i] = (self.ori[i] + (-1 if rel == 3 else 1)) % 4
+        return tuple(self.pos[i]) == target and self.ori[i] == 0
+
+    def _advance(self, macros: list[int], starting: list[bool]) -> tuple[float, list[bool], bool]:
+        reward = self.step_cost
+        ended = [False, False]
+        under = {(self.big[0], self.big[1] - 1), (self.big[0] + 1, self.big[1] - 1)}
+        joint_push = (
+            macros[0] == 4
+            and macros[1] == 4
+            and {(p[0], p[1]) for p in self.pos} == under
+            and self.ori == [0, 0]
+            and (all(starting) or self._pushing_big)
+        )
+        if joint_push:
+            self._pushing_big = True
+            self.big[1] += 1
+            for p in self.pos:
+                p[1] += 1
+            if self.big[1] == self.grid - 1:
+                self._pushing_big = False
+                return reward + self.big_reward, [True, True], True
+            return reward, [False, False], False
+        self._pushing_big = False
+        terminated = False
+        for i in range(2):
+            m = macros[i]
+            if m < 4:
+                ended[i] = self._navigate(i, self.waypoints[m])
+            elif m == 4:
+                dx, dy = _DIRS[self.ori[i]]
+                x, y = self.pos[i][0] + dx, self.pos[i][1] + dy
+                ahead = self._cell(x, y, i)
+                if ahead == _EMPTY:
+                    self.pos[i] = [x, y]
+                elif ahead == _SMALL and self.ori[i] == 0 and self._cell(x, y + 1, i) == _EMPTY:
+                    box = next(b for b in self.small if b == [x, y])
+                    box[1] += 1
+                    self.pos[i] = [x, y]
+                    if box[1] == self.grid - 1:
+                        reward += self.small_reward
+                        terminated = True
+                elif ahead == _MATE:
+                    ended[i] = True
+                else:  # wall, the big box alone, or a box that cannot move this way
+                    reward += self.penalty
+                    ended[i] = True
+            elif m in (5, 6):
+                self.ori[i] = (self.ori[i] + (-1 if m == 5 else 1)) % 4
+                ended[i] = True
+            else:
+                ended[i] = True
+        if terminated:
+            ended = [True, True]
+        return reward, ended, terminated
+
+
+# ------------------------------------------------------------------------------------------------
+# Meeting on a line
+# ------------------------------------------------------------------------------------------------
+
+
+class MacroMeeting(MacroActionEnv):
+    """A second asynchronous cooperative task: meet at the far landmark and signal together.
+
+    ``n_agents`` agents start at random cells of a line of ``length`` cells. Landmarks sit at
+    the cells in ``landmarks`` (the first is the near one, the last the far one). Macro-actions:
+    ``j < K`` walks to landmark ``j`` (one cell per step, so it lasts as many steps as the distance,
+    at least one); ``K`` is "signal" (``signal_steps`` steps); ``K + 1`` is "wait" (one step). When
+    every agent is signalling on the far landmark at the same primitive step the team gets
+    ``goal_reward`` and the episode ends. A completed signal on the near landmark pays
+    ``decoy_reward`` (once per agent per episode), a local optimum. Every step costs ``step_cost``.
+
+    Observation (``K + 2`` bits): one-hot of the landmark the agent stands on (or "none"), and
+    whether another agent shares its cell -- refreshed only when its macro-action ends.
+    """
+
+    metadata = {"name": "macro_meeting", "render_modes": []}
+
+    def __init__(
+        self,
+        n_agents: int = 2,
+        length: int = 10,
+        horizon: int = 50,
+        *,
+        landmarks: tuple[int, ...] = (1, 9),
+        goal_reward: float = 100.0,
+        decoy_reward: float = 5.0,
+        step_cost: float = -0.1,
+        signal_steps: int = 3,
+    ) -> None:
+        check_positive("length", length, integer=True)
+        check_positive("signal_steps", signal_steps, integer=True)
+        self.signal_steps = signal_steps
+        if not landmarks or any(not isinstance(c, int) or not 0 <= c < length for c in landmarks):
+            raise ValueError(
+                f"landmarks must be a non-empty tuple of cells in [0, {length}), got {landmarks!r}"
+            )
+        self.length = length
+        self.landmarks = tuple(landmarks)
+        self.goal_reward, self.decoy_reward, self.step_cost = (
+            float(goal_reward),
+            float(decoy_reward),
+            float(step_cost),
+        )
+        self.n_macro_actions = len(landmarks) + 2
+        self.obs_dim = len(landmarks) + 2
+        super().__init__(n_agents, horizon)
+
+    def _reset_state(self, rng: np.random.Generator) -> None:
+        self.pos = [int(c) for c in rng.integers(0, self.length, size=self.n_agents)]
+        self.timer = [0] * self.n_agents
+        self.decoy_paid = [False] * self.n_agents
+
+    def _observe(self, i: int) -> np.ndarray:
+        out = np.zeros(self.obs_dim, dtype=np.float32)
+        k = self.landmarks.index(self.pos[i]) if self.pos[i] in self.landmarks else len(self.landmarks)
+        out[k] = 1.0
+        out[-1] = float(any(self.pos[j] == self.pos[i] for j in range(self.n_agents) if j != i))
+        return out
+
+    def _advance(self, macros: list[int], starting: list[bool]) -> tuple[float, list[bool], bool]:
+        K = len(self.landmarks)
+        reward = self.step_cost
+        ended = [False] * self.n_agents
+        signals = [False] * self.n_agents
+        for i, m in enumerate(macros):
+            if m < K:
+                target = self.landmarks[m]
+                if self.pos[i] != target:
+                    self.pos[i] += 1 if target > self.pos[i] else -1
+                ended[i] = self.pos[i] == target
+            elif m == K:
+                if starting[i]:
+                    self.timer[i] = self.signal_steps
+                self.timer[i] -= 1
+                signals[i] = True
+                ended[i] = self.timer[i] <= 0
+            else:
+                ended[i] = True
+        far, near = self.landmarks[-1], self.landmarks[0]
+        if all(signals) and all(p == far for p in self.pos):
+            return reward + self.goal_reward, [True] * self.n_agents, True
+        for i in range(self.n_agents):
+            if signals[i] and ended[i] and self.pos[i] == near and not self.decoy_paid[i]:
+                self.decoy_paid[i] = True
+                reward += self.decoy_reward
+        return reward, ended, False

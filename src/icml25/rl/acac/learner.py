@@ -1,0 +1,370 @@
+"""PPO for asynchronous macro-action teams with a choice of critic (ACAC, ICML 2025, Sec. 4.2-4.3).
+
+Jung et al., *Agent-Centric Actor-Critic for Asynchronous Multi-Agent Reinforcement Learning*,
+ICML 2025, https://openreview.net/forum?id=323GZNnGqe.
+
+One update (the repo's ``algs/acac.py``): collect ``episodes_per_update`` on-policy episodes from
+parallel copies of the environment; compute joint steps, the target critic's values and the
+modified GAE once; then ``ppo_epochs`` full-batch steps of the critic loss
+``mean_k (G_k - V(h_k))^2`` (PopArt-normalised) and of every agent's PPO-clip loss over its own
+decision points, each with its own Adam optimiser, no entropy bonus, no gradient clipping; hard
+copy of the target critic every ``target_update_episodes`` episodes. Exploration mixes the policy
+with a uniform one, ``eps`` decaying linearly per episode. Evaluation is greedy (``eps = 0``).
+
+The critic is the only thing that differs between arms: ``"acac"`` (agent-centric, ours),
+``"duplicate"`` (agent-centric encoders on stale observations, the paper's ablation) and
+``"padded"`` (one GRU over concatenated latest observations at every joint step, MAPPO-style).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from icml25.core.validate import check_fields
+
+from .envs import MacroActionEnv
+from .gae import compact, joint_step_gae, joint_steps
+from .models import AgentCentricCritic, AgentGRUActor, PaddedJointCritic, PopArt, exploration_log_probs
+
+__all__ = ["ACACConfig", "Batch", "CRITICS", "TrainResult", "collect", "make_critic", "train_acac"]
+
+CriticKind = Literal["acac", "duplicate", "padded"]
+CRITICS: tuple[str, ...] = ("acac", "duplicate", "padded")
+
+
+@dataclass(frozen=True)
+class ACACConfig:
+    """Learner settings; defaults are the paper's BoxPushing 6x6 values (Sec. 5, repo ``bp6.json``)."""
+
+    gamma: float = 0.98
+    lam: float = 0.95
+    micro_gae: bool = False
+    episodes_per_update: int = 16
+    ppo_epochs: int = 2
+    clip: float = 0.05
+    actor_lr: float = 3e-4
+    critic_lr: float = 3e-4
+    actor_mlp: int = 32
+    actor_rnn: int = 32
+    critic_mlp: int = 32
+    critic_rnn: int = 32
+    n_heads: int = 2
+    time_dim: int = 2
+    popart: bool = True
+    target_update_episodes: int = 64
+    eps_start: float = 1.0
+    eps_end: float = 0.01
+    eps_stable_at: int = 30_000
+    total_steps: int = 500_000
+    eval_every: int = 5
+    eval_episodes: int = 10
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            positive_int=(
+                "episodes_per_update",
+                "ppo_epochs",
+                "actor_mlp",
+                "actor_rnn",
+                "critic_mlp",
+                "critic_rnn",
+                "n_heads",
+                "time_dim",
+                "target_update_episodes",
+                "eps_stable_at",
+                "total_steps",
+                "eval_every",
+                "eval_episodes",
+            ),
+            positive=("clip", "actor_lr", "critic_lr"),
+            unit_interval=("gamma", "lam", "eps_start", "eps_end"),
+        )
+        if self.gamma == 0.0:
+            raise ValueError("ACACConfig.gamma must be > 0")
+
+
+@dataclass
+class Batch:
+    """Episodes in primitive-time layout (``b`` episodes, ``t`` = horizon, ``n`` agents).
+
+    ``obs (b, t, n, d)`` latest macro-observations; ``starts (b, t, n)`` decision flags; ``actions``,
+    ``logp (b, t, n)`` chosen macro-actions and their behaviour log-probabilities at decisions;
+    ``rewards (b, t)`` team rewards; ``valid (b, t)`` the step happened; ``returns (b,)`` undiscounted.
+    """
+
+    obs: Tensor
+    starts: Tensor
+    actions: Tensor
+    logp: Tensor
+    rewards: Tensor
+    valid: Tensor
+    returns: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        return int(self.valid.sum())
+
+
+def make_critic(kind: str, env: MacroActionEnv, cfg: ACACConfig) -> nn.Module:
+    """The critic of arm ``kind`` (one of :data:`CRITICS`) for ``env``."""
+    common = dict(
+        mlp=cfg.critic_mlp,
+        rnn=cfg.critic_rnn,
+        time_dim=cfg.time_dim,
+        max_t=env.horizon + 5,
+        popart=cfg.popart,
+    )
+    if kind == "acac":
+        return AgentCentricCritic(env.n_agents, env.obs_dim, n_heads=cfg.n_heads, **common)  # type: ignore[arg-type]
+    if kind == "duplicate":
+        return AgentCentricCritic(env.n_agents, env.obs_dim, n_heads=cfg.n_heads, duplicate=True, **common)  # type: ignore[arg-type]
+    if kind == "padded":
+        return PaddedJointCritic(env.n_agents, env.obs_dim, **common)  # type: ignore[arg-type]
+    raise ValueError(f"critic must be one of {CRITICS}, got {kind!r}")
+
+
+@torch.no_grad()
+def collect(
+    envs: list[MacroActionEnv],
+    actors: list[AgentGRUActor],
+    *,
+    eps: float,
+    greedy: bool,
+    generator: torch.Generator,
+    seeds: list[int],
+) -> Batch:
+    """Run one episode in each of ``envs`` (reset with ``seeds``) with the decentralised actors.
+
+    Each agent's GRU state advances only at its own decision points; busy agents send ``None``.
+    """
+    if not envs or len(envs) != len(seeds):
+        raise ValueError("envs must be non-empty and match seeds")
+    env0 = envs[0]
+    E, T, n, d = len(envs), env0.horizon, env0.n_agents, env0.obs_dim
+    names = env0.possible_agents
+    obs = torch.zeros(E, T, n, d)
+    starts = torch.zeros(E, T, n, dtype=torch.bool)
+    actions = torch.zeros(E, T, n, dtype=torch.long)
+    logp = torch.zeros(E, T, n)
+    rewards = torch.zeros(E, T)
+    valid = torch.zeros(E, T, dtype=torch.bool)
+    cur = torch.zeros(E, n, d)
+    dec = torch.zeros(E, n, dtype=torch.bool)
+    for e, (env, s) in enumerate(zip(envs, seeds, strict=True)):
+        o, info = env.reset(seed=s)
+        for i, a in enumerate(names):
+            cur[e, i] = torch.as_tensor(o[a])
+            dec[e, i] = bool(info[a]["mac_done"])
+    alive = np.ones(E, dtype=bool)
+    h = [torch.zeros(1, E, a.rnn) for a in actors]
+    totals = np.zeros(E)
+    for t in range(T):
+        if not alive.any():
+            break
+        alive_t = torch.as_tensor(alive)
+        live_dec = dec & alive_t[:, None]
+        tt = torch.full((E, 1), t, dtype=torch.long)
+        for i, actor in enumerate(actors):
+            if not live_dec[:, i].any():
+                continue
+            logits, h_new = actor(cur[:, i : i + 1], tt, h[i])
+            h[i] = torch.where(live_dec[None, :, i, None], h_new, h[i])
+            lp = exploration_log_probs(logits[:, 0], 0.0 if greedy else eps)
+            a_i = lp.argmax(-1) if greedy else torch.multinomial(lp.exp(), 1, generator=generator)[:, 0]
+            actions[:, t, i] = torch.where(live_dec[:, i], a_i, 0)
+            logp[:, t, i] = torch.where(live_dec[:, i], lp.gather(-1, a_i[:, None])[:, 0], 0.0)
+        obs[:, t] = cur
+        starts[:, t] = live_dec
+        valid[:, t] = alive_t
+        for e in np.flatnonzero(alive).tolist():
+            env = envs[e]
+            acts = {a: (int(actions[e, t, i]) if live_dec[e, i] else None) for i, a in enumerate(names)}
+            o, r, term, trunc, info = env.step(acts)
+            rewards[e, t] = r[names[0]]
+            totals[e] += r[names[0]]
+            for i, a in enumerate(names):
+                if info[a]["mac_done"]:
+                    cur[e, i] = torch.as_tensor(o[a])
+                dec[e, i] = bool(info[a]["mac_done"])
+            if term[names[0]] or trunc[names[0]]:
+                alive[e] = False
+    return Batch(obs, starts, actions, logp, rewards, valid, totals)
+
+
+def _eps_at(cfg: ACACConfig, episodes: int) -> float:
+    frac = min(episodes / cfg.eps_stable_at, 1.0)
+    return cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start)
+
+
+@dataclass
+class TrainResult:
+    """Greedy evaluation curve of one training run: ``(env_steps, mean return)`` per evaluation."""
+
+    steps: list[int] = field(default_factory=list)
+    returns: list[float] = field(default_factory=list)
+    train_returns: list[float] = field(default_factory=list)
+    critic_losses: list[float] = field(default_factory=list)
+
+    def steps_to(self, threshold: float) -> float:
+        """First evaluated env-step count with return >= ``threshold`` (``inf`` if never)."""
+        for s, r in zip(self.steps, self.returns, strict=True):
+            if r >= threshold:
+                return float(s)
+        return math.inf
+
+
+def _values(critic: nn.Module, batch: Batch, js_joint: Tensor, t_index: Tensor) -> Tensor:
+    out: Tensor = critic(batch.obs, batch.starts, js_joint, t_index)
+    return out
+
+
+def train_acac(
+    env_fn: Callable[[], MacroActionEnv],
+    critic: str = "acac",
+    cfg: ACACConfig | None = None,
+    seed: int = 0,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> TrainResult:
+    """Train decentralised actors with PPO, the modified GAE and critic ``critic`` for ``cfg.total_steps``.
+
+    Args:
+        env_fn: builds one environment (called ``episodes_per_update + 1`` times).
+        critic: ``"acac"``, ``"duplicate"`` or ``"padded"``.
+        cfg: learner settings (default :class:`ACACConfig`).
+        seed: seeds the networks, the action sampling and the environment resets.
+        progress: called with ``(env_steps, total_steps)`` after each update.
+
+    Returns:
+        :class:`TrainResult` with the greedy evaluation curve (evaluated before training and every
+        ``eval_every`` updates, on ``eval_episodes`` episodes with their own reset seeds).
+    """
+    cfg = cfg or ACACConfig()
+    if critic not in CRITICS:
+        raise ValueError(f"critic must be one of {CRITICS}, got {critic!r}")
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    envs = [env_fn() for _ in range(cfg.episodes_per_update)]
+    eval_envs = [env_fn() for _ in range(cfg.eval_episodes)]
+    env0 = envs[0]
+    actors = [
+        AgentGRUActor(
+            env0.obs_dim,
+            env0.n_macro_actions,
+            mlp=cfg.actor_mlp,
+            rnn=cfg.actor_rnn,
+            time_dim=cfg.time_dim,
+            max_t=env0.horizon + 5,
+        )
+        for _ in range(env0.n_agents)
+    ]
+    value_fn = make_critic(critic, env0, cfg)
+    target = copy.deepcopy(value_fn)
+    actor_opts = [torch.optim.Adam(a.parameters(), lr=cfg.actor_lr) for a in actors]
+    critic_opt = torch.optim.Adam(value_fn.parameters(), lr=cfg.critic_lr)
+    head = value_fn.head
+    assert isinstance(head, PopArt)
+    result = TrainResult()
+    eval_seed_base = 1_000_003 * (seed + 1)
+
+    def evaluate(env_steps: int) -> None:
+        seeds = [eval_seed_base + j for j in range(cfg.eval_episodes)]
+        b = collect(eval_envs, actors, eps=0.0, greedy=True, generator=gen, seeds=seeds)
+        result.steps.append(env_steps)
+        result.returns.append(float(b.returns.mean()))
+
+    env_steps, episodes, updates, last_copy = 0, 0, 0, 0
+    evaluate(0)
+    while env_steps < cfg.total_steps:
+        eps = _eps_at(cfg, episodes)
+        seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(envs))]
+        batch = collect(envs, actors, eps=eps, greedy=False, generator=gen, seeds=seeds)
+        env_steps += batch.steps
+        episodes += len(envs)
+        updates += 1
+        result.train_returns.append(float(batch.returns.mean()))
+        loss = _update(cfg, batch, actors, actor_opts, value_fn, target, critic_opt, head, eps)
+        result.critic_losses.append(loss)
+        if episodes - last_copy >= cfg.target_update_episodes:
+            target.load_state_dict(value_fn.state_dict())
+            last_copy = episodes
+        if updates % cfg.eval_every == 0 or env_steps >= cfg.total_steps:
+            evaluate(env_steps)
+        if progress is not None:
+            progress(min(env_steps, cfg.total_steps), cfg.total_steps)
+    return result
+
+
+def _update(
+    cfg: ACACConfig,
+    batch: Batch,
+    actors: list[AgentGRUActor],
+    actor_opts: Sequence[torch.optim.Optimizer],
+    value_fn: nn.Module,
+    target: nn.Module,
+    critic_opt: torch.optim.Optimizer,
+    head: PopArt,
+    eps: float,
+) -> float:
+    b, t = batch.valid.shape
+    js = joint_steps(batch.starts, batch.rewards, batch.valid, cfg.gamma)
+    t_index = torch.arange(t).expand(b, t)
+    with torch.no_grad():
+        v_all = target.head.denormalize(_values(target, batch, js.is_joint, t_index))  # type: ignore[union-attr,operator]
+        v, _ = compact(v_all, js.is_joint)
+        v_next = torch.cat([v[:, 1:], torch.zeros(b, 1)], 1)
+        adv, ret = joint_step_gae(
+            js.reward,
+            js.discount,
+            v,
+            v_next,
+            js.done,
+            cfg.lam,
+            micro=cfg.micro_gae,
+            durations=js.duration,
+            mask=js.mask,
+        )
+        head.update(ret[js.mask])  # type: ignore[operator]
+        ret_norm = head.normalize(ret)  # type: ignore[operator]
+        # Advantage of each primitive time that starts a joint step, for the agents deciding there.
+        adv_t = torch.zeros(b, t)
+        b_idx, t_idx = js.is_joint.nonzero(as_tuple=True)
+        pos = js.is_joint.long().cumsum(1) - 1
+        adv_t[b_idx, t_idx] = adv[b_idx, pos[b_idx, t_idx]]
+    loss_value = 0.0
+    for _ in range(cfg.ppo_epochs):
+        v_pred, _ = compact(_values(value_fn, batch, js.is_joint, t_index), js.is_joint)
+        critic_loss = ((ret_norm - v_pred) ** 2)[js.mask].mean()  # mean_k (G_k - V(h_k))^2
+        critic_opt.zero_grad()
+        critic_loss.backward()  # type: ignore[no-untyped-call]
+        critic_opt.step()
+        loss_value = float(critic_loss.detach())
+        for i, (actor, opt) in enumerate(zip(actors, actor_opts, strict=True)):
+            own = batch.starts[..., i]
+            seq, seq_mask = compact(batch.obs[:, :, i], own)
+            t_own, _ = compact(t_index, own)
+            logits, _ = actor(seq, t_own)
+            lp_all = exploration_log_probs(logits, eps)
+            a_own, _ = compact(batch.actions[..., i], own)
+            lp = lp_all.gather(-1, a_own[..., None])[..., 0]
+            old, _ = compact(batch.logp[..., i], own)
+            a_hat, _ = compact(adv_t, own)
+            ratio = torch.exp(lp - old)
+            surr = torch.minimum(ratio * a_hat, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * a_hat)
+            actor_loss = -surr[seq_mask].mean()
+            if not actor_loss.requires_grad:  # eps = 1: the behaviour policy is uniform, no gradient
+                continue
+            opt.zero_grad()
+            actor_loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+    return loss_value

@@ -1,0 +1,341 @@
+"""Unit tests for icml25.rl.acac (Jung et al., ICML 2025, Agent-Centric Actor-Critic)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.rl.acac import (
+    ACACConfig,
+    AgentCentricCritic,
+    AgentGRUActor,
+    MacroBoxPushing,
+    MacroMeeting,
+    PaddedJointCritic,
+    PopArt,
+    collect,
+    compact,
+    exploration_log_probs,
+    joint_step_gae,
+    joint_steps,
+    latest_index,
+    make_critic,
+    train_acac,
+)
+from icml25.rl.acac.check import CHECK
+
+# ---------------------------------------------------------------- GAE
+
+
+def _standard_gae(
+    r: np.ndarray, v: np.ndarray, v_next: np.ndarray, done: np.ndarray, gamma: float, lam: float
+):
+    """Textbook GAE, one primitive step at a time (the naive reference)."""
+    adv = np.zeros_like(r)
+    carry = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        live = 1.0 - done[t]
+        delta = r[t] + gamma * v_next[t] * live - v[t]
+        carry = delta + gamma * lam * live * carry
+        adv[t] = carry
+    return adv, adv + v
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    gamma=st.floats(0.5, 1.0),
+    lam=st.floats(0.0, 1.0),
+    seed=st.integers(0, 10_000),
+)
+def test_gae_reduces_to_standard_gae_when_every_macro_action_lasts_one_step(k, gamma, lam, seed) -> None:
+    rng = np.random.default_rng(seed)
+    r, v, v_next = rng.normal(size=(3, k))
+    done = rng.random(k) < 0.2
+    done[-1] = True
+    adv_ref, ret_ref = _standard_gae(r, v, v_next, done.astype(float), gamma, lam)
+    T = lambda x: torch.as_tensor(x, dtype=torch.float64)[None]  # noqa: E731
+    for micro in (False, True):
+        adv, ret = joint_step_gae(
+            T(r),
+            T(np.full(k, gamma)),
+            T(v),
+            T(v_next),
+            torch.as_tensor(done)[None],
+            lam,
+            micro=micro,
+            durations=torch.ones(1, k, dtype=torch.long),
+        )
+        np.testing.assert_allclose(adv[0].numpy(), adv_ref, atol=1e-10)
+        np.testing.assert_allclose(ret[0].numpy(), ret_ref, atol=1e-10)
+
+
+def test_joint_step_gae_hand_worked_three_steps_lambda_once_per_joint_step() -> None:
+    gamma, lam = 0.9, 0.5
+    d = [2, 1, 3]
+    R = torch.tensor([[1.0, -1.0, 2.0]])
+    G = torch.tensor([[gamma**x for x in d]])
+    v = torch.tensor([[0.5, 0.2, -0.3]])
+    v_next = torch.tensor([[0.2, -0.3, 0.0]])
+    done = torch.tensor([[False, False, True]])
+    adv, ret = joint_step_gae(R, G, v, v_next, done, lam)
+    d2 = 2.0 - (-0.3)
+    d1 = -1.0 + gamma**1 * (-0.3) - 0.2
+    d0 = 1.0 + gamma**2 * 0.2 - 0.5
+    a2 = d2
+    a1 = d1 + gamma**1 * lam * a2
+    a0 = d0 + gamma**2 * lam * a1  # lambda, not lambda^2
+    np.testing.assert_allclose(adv[0].numpy(), [a0, a1, a2], rtol=1e-6)
+    np.testing.assert_allclose(ret.numpy(), adv.numpy() + v.numpy(), rtol=1e-6)
+    adv_m, _ = joint_step_gae(R, G, v, v_next, done, lam, micro=True, durations=torch.tensor([d]))
+    a1m = d1 + gamma * lam**1 * a2
+    np.testing.assert_allclose(adv_m[0, 0].item(), d0 + gamma**2 * lam**2 * a1m, rtol=1e-6)
+    assert not math.isclose(adv_m[0, 0].item(), adv[0, 0].item())
+
+
+def test_joint_steps_rewards_durations_and_done_match_a_loop() -> None:
+    gamma = 0.9
+    starts = torch.zeros(2, 7, 2, dtype=torch.bool)
+    starts[0, [0, 2, 3], 0] = True
+    starts[0, [0, 5], 1] = True
+    starts[1, [0, 1], 0] = True
+    starts[1, 0, 1] = True
+    valid = torch.ones(2, 7, dtype=torch.bool)
+    valid[1, 4:] = False
+    rewards = torch.arange(14, dtype=torch.float32).reshape(2, 7) / 10
+    js = joint_steps(starts, rewards, valid, gamma)
+    assert js.time[0].tolist() == [0, 2, 3, 5]
+    assert js.duration[0].tolist() == [2, 1, 2, 2]
+    assert js.mask[1].tolist() == [True, True, False, False]
+    assert js.duration[1, :2].tolist() == [1, 3]
+    r = rewards[0].tolist()
+    expect = [r[0] + gamma * r[1], r[2], r[3] + gamma * r[4], r[5] + gamma * r[6]]
+    np.testing.assert_allclose(js.reward[0].numpy(), expect, rtol=1e-6)
+    np.testing.assert_allclose(js.discount[0].numpy(), [gamma**d for d in (2, 1, 2, 2)], rtol=1e-6)
+    assert js.done[0].tolist() == [False, False, False, True]
+    assert js.done[1].tolist() == [False, True, False, False]
+
+
+def test_compact_and_latest_index() -> None:
+    x = torch.arange(10.0).reshape(2, 5)
+    mask = torch.tensor([[True, False, True, False, False], [True, True, True, False, True]])
+    out, m = compact(x, mask)
+    assert out.tolist() == [[0.0, 2.0, 0.0, 0.0], [5.0, 6.0, 7.0, 9.0]]
+    assert m.tolist() == [[True, True, False, False], [True, True, True, True]]
+    assert latest_index(mask).tolist() == [[0, 0, 1, 1, 1], [0, 1, 2, 2, 3]]
+
+
+# ---------------------------------------------------------------- critics and actors
+
+
+def _random_batch(b=3, t=12, n=2, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    starts = torch.rand(b, t, n, generator=g) < 0.4
+    starts[:, 0] = True
+    obs = torch.zeros(b, t, n, d)
+    for i in range(n):  # an observation changes only at its agent's decisions
+        fresh = torch.randn(b, t, d, generator=g)
+        idx = latest_index(starts[..., i])
+        pos = torch.cumsum(starts[..., i].long(), 1) - 1
+        obs[:, :, i] = torch.gather(
+            fresh,
+            1,
+            torch.where(starts[..., i], torch.arange(t), 0).cummax(1).values[..., None].expand(-1, -1, d),
+        )
+        assert (pos == idx).all()
+    joint = starts.any(-1)
+    return obs, starts, joint, torch.arange(t).expand(b, t)
+
+
+@pytest.mark.parametrize("kind", ["acac", "duplicate", "padded"])
+def test_critic_shapes_dtype_and_finite_gradients(kind: str) -> None:
+    torch.manual_seed(0)
+    env = MacroBoxPushing(grid=4, horizon=12)
+    critic = make_critic(kind, env, ACACConfig(critic_mlp=8, critic_rnn=8))
+    obs, starts, joint, t_idx = _random_batch(t=12)
+    v = critic(obs, starts, joint, t_idx)
+    assert v.shape == (3, 12) and v.dtype == torch.float32
+    v.sum().backward()
+    grads = [p.grad for p in critic.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_agent_centric_encoder_ignores_repeated_stale_observations() -> None:
+    """The padding test: ACAC's tokens depend only on each agent's own decision-time observations."""
+    torch.manual_seed(0)
+    obs, starts, joint, t_idx = _random_batch(t=15, seed=1)
+    # make agent 1 busy while agent 0 keeps deciding: joint steps where agent 1 repeats a stale obs
+    starts[:, 1:, 1] = False
+    starts[:, ::2, 0] = True
+    joint = starts.any(-1)
+    noisy = obs.clone()
+    stale = joint & ~starts[..., 1]
+    noisy[..., 1, :][stale] += 3.0  # perturb agent 1's entries where it did not decide
+    acac = AgentCentricCritic(2, 5, mlp=8, rnn=8)
+    dup = AgentCentricCritic(2, 5, mlp=8, rnn=8, duplicate=True)
+    pad = PaddedJointCritic(2, 5, mlp=8, rnn=8)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            acac.tokens(obs, starts, joint, t_idx), acac.tokens(noisy, starts, joint, t_idx)
+        )
+        assert not torch.allclose(
+            dup(obs, starts, joint, t_idx)[joint], dup(noisy, starts, joint, t_idx)[joint]
+        )
+        assert not torch.allclose(
+            pad(obs, starts, joint, t_idx)[joint], pad(noisy, starts, joint, t_idx)[joint]
+        )
+    # and repeating the stale observation as extra joint steps leaves ACAC's per-agent history unchanged
+    extra_joint = joint.clone()
+    extra_joint[:, 1::2] = True
+    with torch.no_grad():
+        torch.testing.assert_close(
+            acac.tokens(obs, starts, joint, t_idx)[joint], acac.tokens(obs, starts, extra_joint, t_idx)[joint]
+        )
+
+
+def test_popart_update_preserves_denormalised_outputs() -> None:
+    torch.manual_seed(0)
+    head = PopArt(4)
+    x = torch.randn(10, 4)
+    head.update(torch.randn(50) * 30 + 100)
+    before = head.denormalize(head(x))
+    head.update(torch.randn(50) * 5 - 20)
+    after = head.denormalize(head(x))
+    torch.testing.assert_close(before, after, rtol=1e-4, atol=1e-3)
+    mu, sigma = head.stats()
+    assert sigma > 0 and math.isfinite(float(mu))
+
+
+def test_exploration_log_probs_is_a_mixture() -> None:
+    logits = torch.randn(4, 8)
+    lp = exploration_log_probs(logits, 0.3)
+    torch.testing.assert_close(lp.exp().sum(-1), torch.ones(4))
+    torch.testing.assert_close(lp.exp(), 0.7 * logits.softmax(-1) + 0.3 / 8)
+    torch.testing.assert_close(exploration_log_probs(logits, 1.0).exp(), torch.full((4, 8), 1 / 8))
+
+
+def test_actor_step_by_step_matches_full_sequence() -> None:
+    torch.manual_seed(0)
+    actor = AgentGRUActor(5, 8, mlp=8, rnn=8)
+    obs = torch.randn(2, 6, 5)
+    t = torch.arange(6).expand(2, 6)
+    full, _ = actor(obs, t)
+    h = None
+    for k in range(6):
+        step, h = actor(obs[:, k : k + 1], t[:, k : k + 1], h)
+        torch.testing.assert_close(step[:, 0], full[:, k])
+
+
+# ---------------------------------------------------------------- environments
+
+
+def test_box_pushing_scripted_optimum_and_async_decisions() -> None:
+    env = MacroBoxPushing()
+    obs, info = env.reset(seed=0)
+    assert all(o.tolist() == [0, 0, 1, 0, 0] for o in obs.values())
+    plan = {"agent_0": [2, 4], "agent_1": [3, 4]}
+    total, steps = 0.0, 0
+    while env.agents:
+        acts = {a: (plan[a].pop(0) if info[a]["mac_done"] else None) for a in env.agents}
+        obs, r, term, trunc, info = env.step(acts)
+        total += r["agent_0"]
+        steps += 1
+    assert steps == 6 and term["agent_0"] and not trunc["agent_0"]
+    assert total == pytest.approx(300 - 0.6)
+    # a lone push into the big box is penalised and ends only that agent's macro-action
+    env.reset()
+    env.step({"agent_0": 2, "agent_1": 7})  # agent 1 stays (1 step) while agent 0 walks (4 steps)
+    _, r, _, _, info = env.step({"agent_0": None, "agent_1": 5})
+    assert info["agent_1"]["mac_done"] and not info["agent_0"]["mac_done"]
+
+
+def test_box_pushing_observation_is_stale_until_macro_action_ends() -> None:
+    env = MacroBoxPushing()
+    obs0, info = env.reset(seed=0)
+    obs, *_, info = env.step({"agent_0": 1, "agent_1": 7})  # agent 0 walks across the map
+    assert not info["agent_0"]["mac_done"]
+    np.testing.assert_array_equal(obs["agent_0"], obs0["agent_0"])
+    with pytest.raises(ValueError, match="agent_1"):
+        env.step({"agent_0": None, "agent_1": None})
+
+
+def test_meeting_task_goal_and_spaces() -> None:
+    env = MacroMeeting(n_agents=2, length=5, horizon=20, landmarks=(1, 4))
+    env.reset(seed=0)
+    assert env.action_space("agent_0").n == 4 and env.observation_space("agent_0").shape == (4,)
+    env.pos = [4, 4]
+    _, r, term, *_ = env.step({"agent_0": 2, "agent_1": 2})
+    assert term["agent_0"] and r["agent_0"] == pytest.approx(100 - 0.1)
+
+
+def test_pettingzoo_parallel_api() -> None:
+    from pettingzoo.test import parallel_api_test
+
+    class Wrapped(MacroBoxPushing):
+        def step(self, actions):  # the API test sends actions for every live agent each step
+            return super().step({a: int(x) for a, x in actions.items()})
+
+    parallel_api_test(Wrapped(grid=4, horizon=20), num_cycles=30)
+
+
+def test_collect_records_decisions_only_at_macro_ends() -> None:
+    env_fn = lambda: MacroBoxPushing(grid=4, horizon=15)  # noqa: E731
+    actors = [AgentGRUActor(5, 8, mlp=8, rnn=8, max_t=20) for _ in range(2)]
+    batch = collect(
+        [env_fn() for _ in range(3)],
+        actors,
+        eps=0.5,
+        greedy=False,
+        generator=torch.Generator().manual_seed(0),
+        seeds=[0, 1, 2],
+    )
+    assert batch.starts[:, 0].all()
+    for i in range(2):
+        same = (batch.obs[:, 1:, i] == batch.obs[:, :-1, i]).all(-1)
+        busy = ~batch.starts[:, 1:, i] & batch.valid[:, 1:]
+        assert same[busy].all()  # obs only changes at a decision
+    assert (batch.logp[batch.starts] <= 0).all() and (batch.logp[~batch.starts] == 0).all()
+
+
+# ---------------------------------------------------------------- training and the check
+
+
+def test_train_runs_one_update_at_the_paper_configuration() -> None:
+    """`full` learner settings (bp6 defaults) construct and run one update here."""
+    cfg = dataclasses.replace(CHECK.config("full").learner, total_steps=1, eval_episodes=1)
+    res = train_acac(lambda: MacroBoxPushing(), "acac", cfg, seed=0)
+    assert len(res.critic_losses) == 1 and math.isfinite(res.critic_losses[0])
+    assert len(res.returns) == 2
+
+
+def test_input_validation() -> None:
+    with pytest.raises(ValueError, match="critic"):
+        train_acac(lambda: MacroBoxPushing(), "mappo")
+    with pytest.raises(ValueError, match="grid"):
+        MacroBoxPushing(grid=2)
+    with pytest.raises(ValueError, match="lam"):
+        joint_step_gae(*(torch.zeros(1, 2),) * 4, torch.zeros(1, 2, dtype=torch.bool), 1.5)
+    with pytest.raises(ValueError, match="v_next"):
+        joint_step_gae(*(torch.zeros(1, 2),) * 3, torch.zeros(1, 3), torch.zeros(1, 2, dtype=torch.bool), 0.9)
+    with pytest.raises(ValueError, match="obs"):
+        AgentCentricCritic(2, 5)(torch.zeros(1, 3, 2, 4), *_random_batch(1, 3)[1:])
+    with pytest.raises(ValueError, match="total_steps"):
+        ACACConfig(total_steps=0)
+
+
+def test_tiny_check_runs_fast_and_is_deterministic() -> None:
+    start = time.perf_counter()
+    a = CHECK.run("tiny")
+    elapsed = time.perf_counter() - start
+    assert elapsed < 20
+    assert a.verdict.kind.value == "inconclusive"
+    assert all(c.passed for c in a.criteria), a.criteria
+    b = CHECK.run("tiny")
+    assert a.metrics["acac"]["bp/auc"].values == b.metrics["acac"]["bp/auc"].values
