@@ -1,0 +1,321 @@
+"""Tests for icml25.theory.competitive_classification (Einav & Rosenfeld; ICML 2025; arXiv 2502.18052).
+
+The market quantities are checked against brute force on tiny markets: selection probabilities
+against the rules' definitions, the closed-form best-response weights against the share computed
+with the provider's correctness switched on and off, the weighted-accuracy best response against an
+exhaustive search over a finite hypothesis class; plus properties (shares sum to at most 1, welfare
+is the served fraction) and the dynamics' bookkeeping (entry, frozen providers, convergence).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import LogisticRegression
+
+from icml25.theory.competitive_classification import (
+    AccuracyMarket,
+    ChoiceRule,
+    MarketAwareClassifier,
+    Provider,
+    best_response_weights,
+    default_estimators,
+    finite_best_response,
+    flip_labels,
+    hhi,
+    make_rings,
+    market_data,
+    market_shares,
+    share_offset,
+    user_welfare,
+)
+from icml25.theory.competitive_classification.check import CHECK, MarketConfig
+
+correct_st = (
+    st.integers(1, 6)
+    .flatmap(lambda K: st.lists(st.lists(st.booleans(), min_size=K, max_size=K), min_size=1, max_size=12))
+    .map(lambda rows: np.array(rows, dtype=bool))
+)
+
+
+def brute_probs(correct: np.ndarray, kind: str, current: np.ndarray | None = None) -> np.ndarray:
+    """P(s = j) user by user from the rules' verbal definitions."""
+    n, K = correct.shape
+    out = np.zeros((n, K))
+    for i in range(n):
+        right = [j for j in range(K) if correct[i, j]]
+        stays = kind == "loyal" and current is not None and current[i] >= 0
+        if stays and (correct[i, current[i]] or not right):
+            out[i, current[i]] = 1.0
+            continue
+        if right:
+            for j in right:
+                out[i, j] = 1.0 / len(right)
+        elif kind in ("uniform", "loyal"):
+            out[i, :] = 1.0 / K
+    return out
+
+
+# -- the market model -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["uniform", "abstain", "loyal"])
+def test_selection_probs_match_the_rules(kind: str) -> None:
+    rng = np.random.default_rng(0)
+    c = rng.random((40, 4)) < 0.4
+    current = rng.integers(-1, 4, size=40) if kind == "loyal" else None
+    probs = ChoiceRule(kind).selection_probs(c, current=current)
+    assert probs.shape == (40, 4) and probs.dtype == np.float64
+    np.testing.assert_allclose(probs, brute_probs(c, kind, current))
+
+
+def test_softmax_rule_and_welfare() -> None:
+    c = np.array([[1, 0], [0, 0]], dtype=bool)
+    p = np.array([[0.9, 0.2], [0.4, 0.4]])
+    probs = ChoiceRule("softmax", tau=0.5).selection_probs(c, proba_true=p)
+    e = np.exp(np.array([0.9, 0.2]) / 0.5)
+    np.testing.assert_allclose(probs[0], e / e.sum())
+    np.testing.assert_allclose(probs[1], [0.5, 0.5])
+    assert user_welfare(c, ChoiceRule("softmax", tau=0.5), proba_true=p) == pytest.approx(probs[0, 0] / 2)
+    with pytest.raises(ValueError, match="proba_true"):
+        market_shares(c, "softmax")
+
+
+@settings(max_examples=60, deadline=None)
+@given(correct_st)
+def test_shares_sum_to_at_most_one_and_welfare_is_the_served_fraction(c: np.ndarray) -> None:
+    served = c.any(axis=1).mean()
+    for kind in ("uniform", "abstain", "loyal"):
+        s = market_shares(c, kind)
+        assert (s >= 0).all() and s.sum() <= 1 + 1e-12
+        assert user_welfare(c, kind) == pytest.approx(served)
+    assert market_shares(c, "uniform").sum() == pytest.approx(1.0)
+    assert market_shares(c, "abstain").sum() == pytest.approx(served)
+    s = market_shares(c, "uniform")
+    assert hhi(s) == pytest.approx(float((s**2).sum())) and 1 / c.shape[1] - 1e-12 <= hhi(s) <= 1 + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(correct_st.filter(lambda c: c.shape[1] >= 2), st.sampled_from(["uniform", "abstain"]))
+def test_best_response_weights_match_brute_force(c: np.ndarray, kind: str) -> None:
+    """mu_j = mean(w_j c_j) + offset, with w_j = P(s=j | c_j=1) - P(s=j | c_j=0) user by user."""
+    K = c.shape[1]
+    for j in range(K):
+        others = np.delete(c, j, axis=1)
+        on, off = c.copy(), c.copy()
+        on[:, j], off[:, j] = True, False
+        p_on = ChoiceRule(kind).selection_probs(on)[:, j]
+        p_off = ChoiceRule(kind).selection_probs(off)[:, j]
+        w = best_response_weights(others, K, kind)
+        np.testing.assert_allclose(w, p_on - p_off, atol=1e-12)
+        assert share_offset(others, K, kind) == pytest.approx(p_off.mean())
+        assert market_shares(c, kind)[j] == pytest.approx(
+            (w * c[:, j]).mean() + share_offset(others, K, kind)
+        )
+        assert (w > 0).all() and (w <= 1).all()
+
+
+def test_two_providers_under_uniform_have_constant_weights() -> None:
+    c_other = np.array([[0], [1], [1], [0]], dtype=bool)
+    np.testing.assert_allclose(best_response_weights(c_other, 2, "uniform"), 0.5)
+    assert not np.allclose(best_response_weights(c_other, 2, "abstain"), 0.5)  # abstain is not constant
+    assert not np.allclose(best_response_weights(np.c_[c_other, ~c_other], 3, "uniform"), 1 / 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["uniform", "abstain"]), st.integers(2, 4))
+def test_finite_best_response_is_the_exhaustive_share_maximiser(seed: int, kind: str, K: int) -> None:
+    """Threshold classifiers on a line: argmax of weighted accuracy == argmax of the brute-force share."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.random(9))
+    y = rng.integers(0, 2, 9)
+    thresholds = np.r_[-0.1, (x[:-1] + x[1:]) / 2, 1.1]
+    cands = np.array(
+        [((x > t).astype(int) == y) for t in thresholds] + [((x <= t).astype(int) == y) for t in thresholds]
+    )
+    others = cands[rng.integers(0, len(cands), K - 1)].T
+    brute = [market_shares(np.c_[h, others], kind)[0] for h in cands]
+    best = finite_best_response(cands, others, kind)
+    assert brute[best] == pytest.approx(max(brute))
+
+
+# -- the learner --------------------------------------------------------------------------------------
+
+
+def test_best_response_entrant_wins_more_training_share_than_erm() -> None:
+    X, y = make_rings(600, seed=1)
+    inc = [LogisticRegression(solver="newton-cholesky").fit(*make_rings(300, seed=s)) for s in (2, 3)]
+    others = np.stack([m.predict(X) == y for m in inc], axis=1)
+    erm = LogisticRegression(solver="newton-cholesky").fit(X, y)
+    br = MarketAwareClassifier(rule="uniform").fit(X, y, others)
+    share = {
+        name: market_shares(np.c_[model.predict(X) == y, others], "uniform")[0]
+        for name, model in (("erm", erm), ("br", br))
+    }
+    assert share["br"] >= share["erm"]
+    assert br.weights_.shape == (600,) and br.weights_.mean() == pytest.approx(1.0)
+
+
+def test_best_response_equals_erm_for_two_providers_under_uniform() -> None:
+    X, y = make_rings(400, seed=4)
+    other = (LogisticRegression(solver="newton-cholesky").fit(*make_rings(200, seed=5)).predict(X) == y)[
+        :, None
+    ]
+    br = MarketAwareClassifier(rule="uniform").fit(X, y, other)
+    erm = LogisticRegression(solver="newton-cholesky", max_iter=2000).fit(X, y)
+    np.testing.assert_allclose(br.estimator_.coef_, erm.coef_, atol=1e-10)
+    np.testing.assert_array_equal(br.predict(X), erm.predict(X))
+
+
+@pytest.mark.parametrize("proxy", ["soft_share", "soft_all"])
+def test_soft_proxies_raise_the_smooth_share(proxy: str) -> None:
+    data = market_data("wine", 3, seed=0)
+    X, y = data.pools[0]
+    comp = [LogisticRegression(solver="newton-cholesky").fit(*data.pools[k]) for k in (1, 2)]
+    correct = np.stack([m.predict(X) == y for m in comp], axis=1)
+    proba = np.stack([m.predict_proba(X)[np.arange(len(y)), y] for m in comp], axis=1)
+    clf = MarketAwareClassifier(proxy=proxy, steps=60).fit(X, y, correct, competitors_proba=proba)
+    p = clf.predict_proba(X)
+    assert p.shape == (len(y), 3) and np.allclose(p.sum(axis=1), 1.0)
+    assert set(np.unique(clf.predict(X))) <= set(clf.classes_)
+    w = clf.weights_
+    start = (w * clf.estimator_.predict_proba(X)[np.arange(len(y)), y]).mean()
+    assert (w * p[np.arange(len(y)), y]).mean() >= start - 1e-9  # the proxy objective went up (T = 1)
+
+
+# -- dynamics ---------------------------------------------------------------------------------------
+
+
+def _market(rule: str = "uniform", K: int = 3, **kw) -> tuple[AccuracyMarket, list[Provider]]:
+    data = market_data("rings", K, seed=0, pool_size=200, eval_size=1000, query_size=80)
+    market = AccuracyMarket(rule, data.X_eval, data.y_eval, X_query=data.X_query)
+    provs = [Provider(f"p{j}", *data.pools[j], seed=j, **kw) for j in range(K)]
+    return market, provs
+
+
+def test_entry_and_dynamics_bookkeeping() -> None:
+    market, provs = _market(estimators=default_estimators((0.1, 1.0)))
+    state = market.enter(provs[0])
+    assert state.shares == pytest.approx([1.0]) and state.names == ("p0",)
+    for p in provs[1:]:
+        market.enter(p)
+    hist = market.run(max_rounds=6, tol=5e-3)
+    traj = hist.share_trajectory()
+    assert traj.shape == (hist.rounds + 1, 3) and np.allclose(traj.sum(axis=1), 1.0)
+    assert hist.converged != hist.cycled or not hist.converged
+    assert 0.0 <= hist.final.welfare <= 1.0 and hist.final.welfare == pytest.approx(hist.final.served)
+    assert all(p.choice_ in ("C=0.1", "C=1") for p in provs)
+    with pytest.raises(ValueError, match="already"):
+        market.enter(provs[0])
+
+
+def test_frozen_provider_never_changes_and_all_frozen_converges_at_once() -> None:
+    market, provs = _market(update_every=0)
+    for p in provs:
+        market.enter(p)
+    before = market.predictions().copy()
+    models = [p.model_ for p in provs]
+    hist = market.run(max_rounds=5)
+    assert hist.converged and hist.rounds == 1
+    assert all(p.model_ is m for p, m in zip(provs, models, strict=True))
+    np.testing.assert_array_equal(market.predictions(), before)
+
+
+def test_erm_market_is_a_fixed_point_and_simultaneous_order_runs() -> None:
+    market, provs = _market(strategy="erm")
+    for p in provs:
+        market.enter(p)
+    assert market.run(max_rounds=3).rounds == 1
+    market, provs = _market(rule="abstain")
+    for p in provs:
+        market.enter(p)
+    hist = market.run(max_rounds=3, order="simultaneous")
+    assert hist.final.shares.sum() <= 1.0 + 1e-12
+
+
+def test_surrogate_information_needs_query_users() -> None:
+    data = market_data("rings", 2, seed=0, pool_size=150, eval_size=300)
+    market = AccuracyMarket("uniform", data.X_eval, data.y_eval)
+    market.enter(Provider("a", *data.pools[0]))
+    with pytest.raises(ValueError, match="X_query"):
+        market.enter(Provider("b", *data.pools[1], information="surrogate"))
+
+
+# -- data -----------------------------------------------------------------------------------------------
+
+
+def test_rings_and_market_data() -> None:
+    X, y = make_rings(4000, noise=0.0, seed=0)
+    assert X.shape == (4000, 2) and y.dtype == np.int64 and set(np.unique(y)) == {0, 1}
+    angle = np.round(np.arctan2(X[:, 1], X[:, 0]) / (np.pi / 4)) % 8
+    assert np.mean((angle % 2) == y) > 0.99  # alternating labels around the circle
+    yn = flip_labels(y, 0.1, seed=1)
+    assert 0.08 < np.mean(yn != y) < 0.12
+    d = market_data("digits_parity", 4, seed=0)
+    assert len(d.pools) == 4 and d.X_eval.shape[1] == 64 and d.X_query.shape[0] > 0
+    clean = market_data("wine", 3, seed=0, eval_noise=False)
+    noisy = market_data("wine", 3, seed=0)
+    assert np.mean(clean.y_eval != noisy.y_eval) > 0.05
+
+
+# -- bad input and the check ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: market_shares(np.ones(3, dtype=bool)), "correct"),
+        (lambda: market_shares(np.array([[0.5, 1.0]])), "correct"),
+        (lambda: market_shares(np.zeros((0, 2), dtype=bool)), "correct"),
+        (lambda: market_shares(np.array([["a", "b"]])), "correct"),
+        (lambda: ChoiceRule("random"), "kind"),
+        (lambda: ChoiceRule("softmax", tau=0.0), "tau"),
+        (lambda: best_response_weights(np.ones((3, 2)), 2), "n_providers"),
+        (lambda: best_response_weights(np.ones((3, 1)), 1), "n_providers"),
+        (lambda: best_response_weights(np.ones((3, 1)), 2, "softmax"), "rule"),
+        (
+            lambda: MarketAwareClassifier(proxy="hinge").fit(np.ones((4, 2)), [0, 1, 0, 1], np.ones((4, 1))),
+            "proxy",
+        ),
+        (lambda: MarketAwareClassifier().fit(np.full((4, 2), np.nan), [0, 1, 0, 1], np.ones((4, 1))), "X"),
+        (lambda: MarketAwareClassifier().fit(np.ones((4, 2)), [0, 1, 0], np.ones((4, 1))), "y"),
+        (
+            lambda: MarketAwareClassifier().fit(np.ones((4, 2)), [0, 1, 0, 1], np.ones((3, 1))),
+            "competitors_correct",
+        ),
+        (lambda: MarketAwareClassifier().predict(np.ones((2, 2))), "not fitted"),
+        (lambda: Provider("a", np.ones((5, 2)), [0, 1, 0, 1, 0], update_every=-1), "update_every"),
+        (lambda: AccuracyMarket("softmax", np.ones((3, 2)), [0, 1, 0]), "rule"),
+        (lambda: make_rings(0), "n"),
+        (lambda: market_data("mnist", 3), "name"),
+        (lambda: MarketConfig(ks=(2,)), "ks"),
+        (lambda: MarketConfig(Cs=()), "Cs"),
+    ],
+)
+def test_bad_input_is_refused(call, match) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+def test_presets_and_tiny_check() -> None:
+    full = CHECK.config("full")
+    assert full.pool_size == 1000 and 8 in full.ks and CHECK.default_seeds["small"] >= 3
+    small_claim = CHECK.claim_for(CHECK.config("small"))
+    assert {c.name for c in small_claim.criteria_at("small")} >= {"e1/cells_gain", "e2/welfare", "e2/fast"}
+    result = CHECK.run("tiny")
+    assert str(result.verdict) == "inconclusive"
+    assert all(c.passed for c in result.criteria), result.criteria
+    assert result.figures and result.metrics["br"]["k2/max_abs_gain"].max == 0.0
+
+
+def test_full_preset_runs_one_step() -> None:
+    """The full configuration constructs its markets and one best-response round runs here."""
+    cfg = CHECK.config("full")
+    data = market_data("rings", max(cfg.ks), seed=0, pool_size=cfg.pool_size, eval_size=cfg.eval_size)
+    market = AccuracyMarket("uniform", data.X_eval, data.y_eval)
+    for j, pool in enumerate(data.pools):
+        market.enter(Provider(f"p{j}", *pool, estimators=default_estimators(cfg.Cs), seed=j))
+    state = market.round(1)
+    assert state.shares.shape == (max(cfg.ks),) and state.shares.sum() == pytest.approx(1.0)
