@@ -1197,6 +1197,429 @@ def _h_tuning() -> list[Case]:
     ]
 
 
+def _acac() -> list[Case]:
+    from icml25.rl.acac import (
+        ACACConfig,
+        AgentCentricCritic,
+        AgentGRUActor,
+        MacroBoxPushing,
+        MacroMeeting,
+        PaddedJointCritic,
+        compact,
+        joint_step_gae,
+        joint_steps,
+    )
+
+    z2 = torch.zeros(1, 3)
+    no = torch.zeros(1, 3, dtype=torch.bool)
+    nan2 = torch.tensor([[0.0, NAN, 0.0]])
+    starts = torch.ones(1, 4, 2, dtype=torch.bool)
+    valid = torch.ones(1, 4, dtype=torch.bool)
+    obs = torch.zeros(1, 4, 2, 5)
+    joint = torch.ones(1, 4, dtype=torch.bool)
+    t_idx = torch.arange(4)[None]
+    critic = AgentCentricCritic(2, 5, mlp=8, rnn=8)
+    padded = PaddedJointCritic(2, 5, mlp=8, rnn=8)
+    actor = AgentGRUActor(5, 8, mlp=8, rnn=8)
+    env = MacroBoxPushing(grid=4, horizon=5)
+    env.reset(seed=0)
+    slug = "acac"
+    return [
+        Case(
+            slug,
+            "shape",
+            "joint_step_gae v_next shape",
+            lambda: joint_step_gae(z2, z2, z2, torch.zeros(1, 4), no, 0.9),
+            "v_next",
+        ),
+        Case(
+            slug, "nonfinite", "joint_step_gae NaN R", lambda: joint_step_gae(nan2, z2, z2, z2, no, 0.9), "R"
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "joint_step_gae lam NaN",
+            lambda: joint_step_gae(z2, z2, z2, z2, no, NAN),
+            "lam",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "joint_step_gae float done",
+            lambda: joint_step_gae(z2, z2, z2, z2, z2, 0.9),
+            "done",
+        ),
+        Case(
+            slug,
+            "empty",
+            "joint_step_gae empty R",
+            lambda: joint_step_gae(*(torch.zeros(1, 0),) * 4, torch.zeros(1, 0, dtype=torch.bool), 0.9),
+            "R",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "joint_steps inf rewards",
+            lambda: joint_steps(starts, torch.full((1, 4), float("inf")), valid, 0.9),
+            "rewards",
+        ),
+        Case(
+            slug,
+            "shape",
+            "joint_steps 2-D starts",
+            lambda: joint_steps(valid, torch.zeros(1, 4), valid, 0.9),
+            "starts",
+        ),
+        Case(
+            slug,
+            "size",
+            "joint_steps gamma 0",
+            lambda: joint_steps(starts, torch.zeros(1, 4), valid, 0.0),
+            "gamma",
+        ),
+        Case(
+            slug, "dtype", "compact float mask", lambda: compact(torch.zeros(1, 3), torch.zeros(1, 3)), "mask"
+        ),
+        Case(
+            slug,
+            "shape",
+            "critic obs wrong agent count",
+            lambda: critic(torch.zeros(1, 4, 3, 5), starts, joint, t_idx),
+            "obs",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "critic NaN obs",
+            lambda: critic(torch.full((1, 4, 2, 5), NAN), starts, joint, t_idx),
+            "obs",
+        ),
+        Case(
+            slug,
+            "empty",
+            "critic empty batch",
+            lambda: critic(
+                torch.zeros(0, 4, 2, 5),
+                torch.zeros(0, 4, 2, dtype=torch.bool),
+                torch.zeros(0, 4, dtype=torch.bool),
+                torch.zeros(0, 4, dtype=torch.long),
+            ),
+            "obs",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "critic integer obs",
+            lambda: critic(torch.zeros(1, 4, 2, 5, dtype=torch.long), starts, joint, t_idx),
+            "obs",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "padded critic float starts",
+            lambda: padded(obs, starts.float(), joint, t_idx),
+            "starts",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "critic float t_index",
+            lambda: critic(obs, starts, joint, t_idx.float()),
+            "t_index",
+        ),
+        Case(
+            slug,
+            "shape",
+            "actor obs width",
+            lambda: actor(torch.zeros(1, 3, 4), torch.zeros(1, 3, dtype=torch.long)),
+            "obs",
+        ),
+        Case(slug, "size", "critic rnn 0", lambda: AgentCentricCritic(2, 5, rnn=0), "rnn"),
+        Case(slug, "size", "MacroBoxPushing grid 2", lambda: MacroBoxPushing(grid=2), "grid"),
+        Case(slug, "size", "MacroMeeting length 0", lambda: MacroMeeting(length=0), "length"),
+        Case(slug, "size", "ACACConfig total_steps 0", lambda: ACACConfig(total_steps=0), "total_steps"),
+        Case(
+            slug, "nonfinite", "MacroBoxPushing NaN penalty", lambda: MacroBoxPushing(penalty=NAN), "penalty"
+        ),
+        Case(
+            slug,
+            "dtype",
+            "step with a string action",
+            lambda: env.step({"agent_0": "push", "agent_1": 7}),
+            "agent_0",
+        ),
+    ]
+
+
+def _econ() -> list[Case]:
+    from icml25.agents.econ import (
+        BeliefEncoder,
+        BeliefNetwork,
+        DecodingStrategy,
+        ECONConfig,
+        ECONMixer,
+        RewardModel,
+        bayesian_nash_conv,
+        bne_refine_beliefs,
+        embed_texts,
+        make_arithmetic_problems,
+        nash_conv,
+        parse_answer,
+        pure_nash_equilibria,
+        support_enumeration,
+    )
+
+    slug = "econ"
+    pd = np.stack([np.array([[3.0, 0], [5, 1]]), np.array([[3.0, 5], [0, 1]])], -1)
+    half = [np.ones(2) / 2, np.ones(2) / 2]
+    net = BeliefNetwork(8, 3, belief_dim=4, hidden=8)
+    mixer = ECONMixer(2, 4, 3, 8)
+
+    def components(embeddings: np.ndarray) -> object:
+        return RewardModel().components(
+            [1.0, 2.0], embeddings, np.ones(2), np.ones(2), 1.0, np.ones(4) / 2, 1.0
+        )
+
+    return [
+        Case(
+            slug,
+            "shape",
+            "nash_conv payoff axis != players",
+            lambda: nash_conv(np.zeros((2, 2, 3)), half),
+            "payoffs",
+        ),
+        Case(
+            slug,
+            "shape",
+            "nash_conv profile wrong length",
+            lambda: nash_conv(pd, [np.ones(3) / 3, np.ones(2) / 2]),
+            "profile",
+        ),
+        Case(
+            slug,
+            "shape",
+            "bayesian_nash_conv profiles shape",
+            lambda: bayesian_nash_conv(pd[None], np.ones((1, 3, 2)) / 2),
+            "profiles",
+        ),
+        Case(
+            slug,
+            "shape",
+            "support_enumeration 3-player game",
+            lambda: support_enumeration(np.zeros((2, 2, 2, 3))),
+            "two-player",
+        ),
+        Case(slug, "shape", "BeliefNetwork wrong obs width", lambda: net(torch.randn(2, 7)), "obs"),
+        Case(
+            slug,
+            "shape",
+            "BeliefEncoder wrong belief width",
+            lambda: BeliefEncoder(4, 4, heads=2)(torch.randn(2, 3, 5)),
+            "beliefs",
+        ),
+        Case(
+            slug,
+            "shape",
+            "ECONMixer wrong agent count",
+            lambda: mixer(torch.randn(2, 3), torch.randn(2, 4), torch.rand(2, 3, 3)),
+            "q",
+        ),
+        Case(
+            slug,
+            "shape",
+            "RewardModel embeddings rows != agents",
+            lambda: components(np.eye(3, 4, dtype=np.float32)),
+            "embeddings",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "nash_conv NaN payoffs",
+            lambda: nash_conv(np.full((2, 2, 2), NAN), half),
+            "payoffs",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "pure_nash_equilibria inf payoffs",
+            lambda: pure_nash_equilibria(np.full((2, 2, 2), np.inf)),
+            "payoffs",
+        ),
+        Case(slug, "nonfinite", "BeliefNetwork NaN obs", lambda: net(torch.full((2, 8), NAN)), "obs"),
+        Case(
+            slug,
+            "nonfinite",
+            "bne_refine_beliefs inf",
+            lambda: bne_refine_beliefs(torch.full((1, 2, 3), float("inf"))),
+            "beliefs",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "RewardModel NaN embeddings",
+            lambda: components(np.full((2, 4), NAN)),
+            "embeddings",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "DecodingStrategy inf temperature",
+            lambda: DecodingStrategy("cot", float("inf")),
+            "temperature",
+        ),
+        Case(slug, "empty", "nash_conv empty game", lambda: nash_conv(np.zeros((0, 2, 2)), half), "payoffs"),
+        Case(slug, "empty", "embed_texts no texts", lambda: embed_texts([], 8), "texts"),
+        Case(
+            slug,
+            "empty",
+            "bne_refine_beliefs empty",
+            lambda: bne_refine_beliefs(torch.zeros(0, 2, 3)),
+            "beliefs",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "pure_nash_equilibria strings",
+            lambda: pure_nash_equilibria(np.full((2, 2, 2), "a")),
+            "payoffs",
+        ),
+        Case(
+            slug, "dtype", "BeliefNetwork integer obs", lambda: net(torch.ones(2, 8, dtype=torch.long)), "obs"
+        ),
+        Case(slug, "dtype", "parse_answer non-string", lambda: parse_answer(7), "text"),  # type: ignore[arg-type]
+        Case(slug, "dtype", "embed_texts non-strings", lambda: embed_texts([1, 2], 8), "texts"),  # type: ignore[list-item]
+        Case(slug, "size", "make_arithmetic_problems n=0", lambda: make_arithmetic_problems(0), "n"),
+        Case(slug, "size", "BeliefNetwork n_actions=0", lambda: BeliefNetwork(8, 0), "n_actions"),
+        Case(slug, "size", "ECONMixer n_agents=0", lambda: ECONMixer(0, 4, 3, 8), "n_agents"),
+        Case(slug, "size", "ECONConfig steps=0", lambda: ECONConfig(steps=0), "steps"),
+        Case(
+            slug,
+            "size",
+            "bne_refine_beliefs iters=0",
+            lambda: bne_refine_beliefs(torch.randn(1, 2, 3), iters=0),
+            "iters",
+        ),
+        Case(slug, "size", "embed_texts dim=0", lambda: embed_texts(["a"], 0), "dim"),
+    ]
+
+
+def _competitive_classification() -> list[Case]:
+    from icml25.theory.competitive_classification import (
+        AccuracyMarket,
+        ChoiceRule,
+        MarketAwareClassifier,
+        Provider,
+        best_response_weights,
+        make_rings,
+        market_shares,
+        user_welfare,
+    )
+
+    slug = "competitive_classification"
+    X, y = np.random.default_rng(0).normal(size=(8, 2)), np.array([0, 1] * 4)
+    others = np.ones((8, 1), dtype=bool)
+    return [
+        Case(
+            slug,
+            "shape",
+            "market_shares 1-D correctness",
+            lambda: market_shares(np.ones(3, dtype=bool)),
+            "correct",
+        ),
+        Case(
+            slug,
+            "shape",
+            "best_response_weights wrong column count",
+            lambda: best_response_weights(np.ones((3, 2)), 2),
+            "correct_others",
+        ),
+        Case(
+            slug,
+            "shape",
+            "MarketAwareClassifier.fit competitors rows != X rows",
+            lambda: MarketAwareClassifier().fit(X, y, np.ones((5, 1), dtype=bool)),
+            "competitors_correct",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "user_welfare NaN correctness",
+            lambda: user_welfare(np.array([[1.0, np.nan]])),
+            "correct",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "MarketAwareClassifier.fit NaN features",
+            lambda: MarketAwareClassifier().fit(np.full((8, 2), NAN), y, others),
+            "X",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "softmax rule infinite probabilities",
+            lambda: ChoiceRule("softmax").selection_probs(
+                np.ones((2, 2), dtype=bool), np.full((2, 2), np.inf)
+            ),
+            "proba_true",
+        ),
+        Case(
+            slug,
+            "empty",
+            "market_shares no user",
+            lambda: market_shares(np.zeros((0, 3), dtype=bool)),
+            "correct",
+        ),
+        Case(
+            slug,
+            "empty",
+            "AccuracyMarket no evaluation user",
+            lambda: AccuracyMarket("uniform", np.zeros((0, 2)), np.zeros(0, dtype=int)),
+            "X_eval",
+        ),
+        Case(
+            slug, "dtype", "market_shares strings", lambda: market_shares(np.array([["a", "b"]])), "correct"
+        ),
+        Case(
+            slug,
+            "dtype",
+            "Provider string labels",
+            lambda: Provider("p", X, np.array(["a", "b"] * 4)),
+            "y",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "market_shares non-0/1 values",
+            lambda: market_shares(np.array([[0.5, 1.0]])),
+            "correct",
+        ),
+        Case(slug, "size", "make_rings n = 0", lambda: make_rings(0), "n"),
+        Case(
+            slug,
+            "size",
+            "best_response_weights one provider",
+            lambda: best_response_weights(others, 1),
+            "n_providers",
+        ),
+        Case(slug, "size", "ChoiceRule tau = 0", lambda: ChoiceRule("softmax", tau=0.0), "tau"),
+        Case(
+            slug,
+            "size",
+            "Provider update_every < 0",
+            lambda: Provider("p", X, y, update_every=-1),
+            "update_every",
+        ),
+        Case(
+            slug,
+            "size",
+            "AccuracyMarket.run tol = 0",
+            lambda: AccuracyMarket("uniform", X, y).run(tol=0.0),
+            "tol",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -1220,6 +1643,9 @@ CASES: list[Case] = [
     *_dynamic_message_passing(),
     *_continual_robust_training(),
     *_h_tuning(),
+    *_acac(),
+    *_econ(),
+    *_competitive_classification(),
 ]
 
 

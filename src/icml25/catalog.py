@@ -371,8 +371,13 @@ PAPERS: tuple[Paper, ...] = (
             "padding, solves BoxPushing 6x6 in about 62k steps versus about 221k for Mac-IAICC, and beats "
             "MAPPO and Mac-IAICC on Overcooked."
         ),
-        baseline="padded joint-history critics (Mac-IAICC, MAPPO)",
-        tags=("stochastic", "gpu", "slow"),
+        baseline=(
+            "padded joint-history critic (MAPPO / naive Mac-IACC style) and ACAC-Duplicate (stale "
+            "observations), same actors, PPO and GAE"
+        ),
+        tags=("stochastic", "slow"),
+        status="checked",
+        extra="rl",
     ),
     Paper(
         slug="dynamic_message_passing",
@@ -647,8 +652,13 @@ PAPERS: tuple[Paper, ...] = (
             "without inter-agent messages, improves average accuracy by 11.2% over multi-LLM methods such "
             "as multi-agent debate on six reasoning and planning benchmarks."
         ),
-        baseline="multi-agent debate and self-consistency at equal agent count",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "single-agent chain of thought, self-consistency and multi-agent debate at an equal "
+            "generated-token budget; independent learners (non-equilibrium ablation)"
+        ),
+        tags=("stochastic", "llm", "slow"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="competitive_classification",
@@ -664,8 +674,13 @@ PAPERS: tuple[Paper, ...] = (
             "response to competitors wins more market share than accuracy-maximising training, raises user "
             "welfare, and best-response dynamics converge quickly."
         ),
-        baseline="market-oblivious accuracy-maximising (ERM) training",
+        baseline=(
+            "market-oblivious accuracy-maximising (ERM) training; also reported: best response with "
+            "surrogate competitors and the smooth-share proxy"
+        ),
         tags=("stochastic",),
+        status="checked",
+        extra="",
     ),
     Paper(
         slug="pnba",
