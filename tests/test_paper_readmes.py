@@ -8,6 +8,7 @@ that has no stored small result for a paper the in-sync test skips that paper.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,29 @@ def test_sync_without_stored_result_says_so(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "No small-scale result is stored yet" in text and f"icml25 check {paper.slug}" in text
     assert sync_paper_readmes(tmp_path / "results", tmp_path / "pkg") == []
+
+
+@pytest.mark.skipif(len(CHECKED) < 2, reason="needs two checked papers")
+def test_sync_keeps_a_committed_table_without_a_stored_run_and_honours_slugs(tmp_path: Path) -> None:
+    first, second = CHECKED[0], CHECKED[1]
+    results, root = tmp_path / "results", tmp_path / "pkg"
+    first_path, second_path = _fake_package(root, first), _fake_package(root, second)
+    _store_result(results, _result(first.slug))
+    _store_result(results, _result(second.slug))
+    assert sorted(sync_paper_readmes(results, root)) == sorted([first_path, second_path])
+    synced = first_path.read_text(encoding="utf-8")
+    # a clone without that paper's stored runs: its table stays
+    shutil.rmtree(results / first.slug)
+    assert sync_paper_readmes(results, root) == []
+    assert first_path.read_text(encoding="utf-8") == synced
+    # only the named paper is touched
+    newer = _result(second.slug, "20260103T000000000000Z-000003")
+    _store_result(results, newer)
+    assert sync_paper_readmes(results, root, slugs=[first.slug]) == []
+    assert "20260103T000000000000Z-000003" not in second_path.read_text(encoding="utf-8")
+    assert sync_paper_readmes(results, root, slugs=[second.slug]) == [second_path]
+    with pytest.raises(ValueError, match="slugs: not checked papers"):
+        sync_paper_readmes(results, root, slugs=["no_such_paper"])
 
 
 @pytest.mark.skipif(not CHECKED, reason="no checked paper in the catalog")

@@ -43,6 +43,7 @@ REPORT_EPILOG = """examples:
   icml25 report                                  # results/ -> report/REPORT.md, report/index.html
   icml25 report --results /tmp/res --out /tmp/report
   icml25 report --sync-readmes                   # refill each checked paper's README result table
+  icml25 report --sync-readmes fedncn slogan     # only these papers
 """
 
 
@@ -403,8 +404,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     store = _store(args.results)
     out_dir = _folder_arg("--out", args.out)
+    if args.slugs and not args.sync_readmes:
+        raise CliError("paper slugs go with --sync-readmes; a report covers every stored result")
     if args.sync_readmes:
-        changed = sync_paper_readmes(store.root)
+        try:
+            changed = sync_paper_readmes(store.root, slugs=args.slugs or None)
+        except ValueError as e:
+            raise CliError(str(e)) from e
         for path in changed:
             print(f"updated {path}")
         print(f"{len(changed)} paper README(s) changed" if changed else "paper READMEs already in sync")
@@ -528,8 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sync-readmes",
         action="store_true",
-        help="instead: rewrite the small-result table in each checked paper's README.md",
+        help="instead: rewrite the small-result table in each checked paper's README.md "
+        "(a paper with no stored run keeps the table it has)",
     )
+    p.add_argument("slugs", nargs="*", metavar="SLUG", help="with --sync-readmes: only these papers")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(

@@ -22,7 +22,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -699,41 +699,64 @@ def replace_result_block(text: str, block: str, name: str = "README.md") -> str:
     return text[:start] + block + text[end:]
 
 
-def sync_paper_readmes(results_dir: Path | str = "results", root: Path | str | None = None) -> list[Path]:
+def _has_result_table(text: str) -> bool:
+    """Whether the README's result block holds a generated table (it carries a verdict line)."""
+    if RESULT_BEGIN not in text or RESULT_END not in text:
+        return False
+    block = text.split(RESULT_BEGIN, 1)[1].split(RESULT_END, 1)[0]
+    return "**Verdict at scale small" in block
+
+
+def sync_paper_readmes(
+    results_dir: Path | str = "results",
+    root: Path | str | None = None,
+    slugs: Collection[str] | None = None,
+) -> list[Path]:
     """Refill the result block of every checked paper's README.md from its latest small result.
 
     For each catalog paper with status ``checked`` whose folder ``<root>/<domain>/<slug>/`` has a
     README.md, the text between ``RESULT_BEGIN`` and ``RESULT_END`` becomes
-    :func:`small_result_block` of the newest readable run under ``<results_dir>/<slug>/small/``
-    (or a line saying none is stored). Text outside the markers is untouched, files are written
-    atomically and only when they change, so a second call changes nothing.
+    :func:`small_result_block` of the newest readable run under ``<results_dir>/<slug>/small/``.
+    Where no run is stored, a table already in the README (from an earlier sync, committed with
+    the code) is kept: a clone whose ``results/`` lacks that paper's runs must not erase it; a
+    README without a table gets a line saying none is stored. Text outside the markers is
+    untouched, files are written atomically and only when they change, so a second call changes
+    nothing.
 
     Args:
         results_dir: the results store to read (``results/`` by default, as ``icml25 check`` writes).
         root: the ``icml25`` package folder holding the paper folders (default: this package).
+        slugs: only these papers (default: every checked paper).
 
     Returns:
         The README files that changed.
 
     Raises:
         ResultsError: ``results_dir`` is not a directory (nothing is rewritten).
-        ValueError: a checked paper's README.md lacks the two marker lines.
+        ValueError: a checked paper's README.md lacks the two marker lines, or a name in
+            ``slugs`` is not a checked paper.
     """
     from icml25.core.results import ResultsError
 
+    checked = [p for p in PAPERS if p.status == "checked"]
+    if slugs is not None:
+        unknown = sorted(set(slugs) - {p.slug for p in checked})
+        if unknown:
+            raise ValueError(f"slugs: not checked papers of the catalog: {', '.join(unknown)}")
+        checked = [p for p in checked if p.slug in set(slugs)]
     store = ResultStore(results_dir)
     if not store.root.is_dir():
         raise ResultsError(f"no results directory at {str(store.root)!r}; no README was changed")
     base = _PACKAGE_DIR if root is None else Path(root)
     changed: list[Path] = []
-    for paper in PAPERS:
-        if paper.status != "checked":
-            continue
+    for paper in checked:
         path = base / paper.domain / paper.slug / "README.md"
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
         stored = store.latest(paper.slug, "small")
+        if stored is None and _has_result_table(text):
+            continue  # keep the committed table rather than blank it
         block = small_result_block(stored.result if stored else None, paper.slug)
         new = replace_result_block(text, block, str(path))
         if new != text:
