@@ -1620,6 +1620,144 @@ def _competitive_classification() -> list[Case]:
     ]
 
 
+def _puzzle() -> list[Case]:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from icml25.language.puzzle import (
+        Variant,
+        build_library,
+        causal_mask,
+        ffn_channel_importance,
+        kl_to_parent,
+        least_squares_linear,
+        normalized_mse,
+        solve_mip,
+        time_call,
+        width_reduced_mlp,
+    )
+
+    cfg = LlamaConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).eval()
+    mlp = model.model.layers[0].mlp
+    ids = torch.randint(0, 32, (2, 8))
+    attn = [Variant("attention", "noop")]
+    ffn = [Variant("ffn", "noop")]
+    lat = [[[1.0, 0.0]]]
+    return [
+        Case(
+            "puzzle",
+            "shape",
+            "solve_mip 2-D score group",
+            lambda: solve_mip([[[0.0, 1.0]]], lat, [1.0]),
+            r"scores\[0\]",
+        ),
+        Case(
+            "puzzle",
+            "shape",
+            "normalized_mse shapes differ",
+            lambda: normalized_mse(torch.zeros(2, 3), torch.ones(3, 2)),
+            "pred",
+        ),
+        Case(
+            "puzzle",
+            "shape",
+            "build_library 1-D ids",
+            lambda: build_library(model, ids[0], ids, attn, ffn, steps=1),
+            "calib_ids",
+        ),
+        Case(
+            "puzzle",
+            "nonfinite",
+            "solve_mip NaN score",
+            lambda: solve_mip([[0.0, NAN]], lat, [1.0]),
+            r"scores\[0\]",
+        ),
+        Case(
+            "puzzle",
+            "nonfinite",
+            "solve_mip inf budget",
+            lambda: solve_mip([[0.0, 1.0]], lat, [float("inf")]),
+            "budgets",
+        ),
+        Case(
+            "puzzle",
+            "nonfinite",
+            "ffn_channel_importance NaN",
+            lambda: ffn_channel_importance(mlp, torch.full((2, 16), NAN)),
+            "x",
+        ),
+        Case(
+            "puzzle",
+            "nonfinite",
+            "kl_to_parent inf",
+            lambda: kl_to_parent(torch.full((2, 4), float("inf")), torch.zeros(2, 4)),
+            "parent_logits",
+        ),
+        Case("puzzle", "empty", "solve_mip no groups", lambda: solve_mip([], lat, [1.0]), "scores"),
+        Case(
+            "puzzle",
+            "empty",
+            "build_library no windows",
+            lambda: build_library(model, ids[:0], ids, attn, ffn, steps=1),
+            "calib_ids",
+        ),
+        Case(
+            "puzzle",
+            "empty",
+            "width_reduced_mlp no channels",
+            lambda: width_reduced_mlp(mlp, torch.zeros(0, dtype=torch.long)),
+            "keep",
+        ),
+        Case(
+            "puzzle",
+            "empty",
+            "least_squares_linear empty",
+            lambda: least_squares_linear(torch.zeros(0, 3), torch.zeros(0, 2)),
+            "x",
+        ),
+        Case(
+            "puzzle",
+            "dtype",
+            "build_library float ids",
+            lambda: build_library(model, ids.float(), ids, attn, ffn, steps=1),
+            "calib_ids",
+        ),
+        Case(
+            "puzzle",
+            "dtype",
+            "solve_mip string scores",
+            lambda: solve_mip([["a", "b"]], lat, [1.0]),
+            r"scores\[0\]",
+        ),
+        Case(
+            "puzzle",
+            "dtype",
+            "width_reduced_mlp float keep",
+            lambda: width_reduced_mlp(mlp, torch.zeros(3)),
+            "keep",
+        ),
+        Case("puzzle", "size", "Variant size 0", lambda: Variant("ffn", "width", 0), "Variant.size"),
+        Case("puzzle", "size", "causal_mask t 0", lambda: causal_mask(0), "t"),
+        Case("puzzle", "size", "time_call reps 0", lambda: time_call(lambda: None, reps=0), "reps"),
+        Case(
+            "puzzle",
+            "size",
+            "build_library width above parent",
+            lambda: build_library(model, ids, ids, attn, [Variant("ffn", "width", 99)], steps=1),
+            "ffn variant",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -1646,6 +1784,7 @@ CASES: list[Case] = [
     *_acac(),
     *_econ(),
     *_competitive_classification(),
+    *_puzzle(),
 ]
 
 

@@ -572,8 +572,13 @@ PAPERS: tuple[Paper, ...] = (
             "Nemotron-51B with 2.17x H100 throughput and 98.4% of its accuracy, beating greedy and "
             "max-parameter searches at equal throughput."
         ),
-        baseline="parent model; greedy and max-parameter-count searches at equal throughput",
-        tags=("stochastic", "llm", "gpu", "slow", "speed"),
+        baseline=(
+            "greedy per-layer choice, uniform shrinking and depth pruning at the same measured latency "
+            "budget; the parent as reference"
+        ),
+        tags=("stochastic", "llm", "slow", "speed"),
+        status="checked",
+        extra="language",
     ),
     Paper(
         slug="continual_robust_training",

@@ -1,0 +1,288 @@
+"""Puzzle (arXiv 2411.19146) on a small random Llama with grouped-query attention (no model file)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from icml25.language.puzzle import (
+    Variant,
+    assemble_child,
+    brute_force,
+    build_library,
+    choice_to_groups,
+    collect_subblock_io,
+    depth_choice,
+    greedy_choice,
+    groups_to_choice,
+    kl_to_parent,
+    kv_reduced_attention,
+    least_squares_linear,
+    measure_costs,
+    normalized_mse,
+    replace_one_scores,
+    run_subblocks,
+    solve_mip,
+    uniform_choice,
+    width_reduced_mlp,
+)
+from icml25.language.puzzle.blocks import _parent_blocks
+
+
+def _model(seed: int = 0, layers: int = 3) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim > 1:
+                p.normal_(0, 0.3)
+    return model
+
+
+ATTN = [Variant("attention", "kv", 1), Variant("attention", "linear"), Variant("attention", "noop")]
+FFN = [Variant("ffn", "width", 24), Variant("ffn", "linear"), Variant("ffn", "noop")]
+
+
+@pytest.fixture(scope="module")
+def model() -> LlamaForCausalLM:
+    return _model()
+
+
+@pytest.fixture(scope="module")
+def library(model: LlamaForCausalLM):  # type: ignore[no-untyped-def]
+    gen = torch.Generator().manual_seed(0)
+    calib = torch.randint(0, 64, (6, 16), generator=gen)
+    val = torch.randint(0, 64, (2, 16), generator=gen)
+    return build_library(model, calib, val, ATTN, FFN, steps=15, lrs=(3e-3,), batch=3)
+
+
+def test_subblock_chain_matches_hf_forward(model: LlamaForCausalLM) -> None:
+    ids = torch.randint(0, 64, (2, 12))
+    pa, pf = _parent_blocks(model)
+    chain = [b for pair in zip(pa, pf, strict=True) for b in pair]
+    with torch.no_grad():
+        ours = run_subblocks(model, model.model.embed_tokens(ids), chain)
+        ref = model(input_ids=ids).logits
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
+    states = collect_subblock_io(model, ids)
+    assert len(states) == 2 * 3 + 1 and states[0].shape == (2, 12, 32)
+
+
+def test_parent_choice_reproduces_parent(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
+    child = assemble_child(model, library, [(0, 0)] * 3)
+    ids = torch.randint(0, 64, (2, 10))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            child(input_ids=ids).logits, model(input_ids=ids).logits, atol=1e-5, rtol=1e-5
+        )
+    assert type(child) is type(model)
+
+
+def test_child_is_smaller_and_generates_with_cache(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
+    choice = [(3, 3), (1, 1), (2, 2)]  # layer 0 fully removed: the cache must still count positions
+    child = assemble_child(model, library, choice)
+    n_parent = sum(p.numel() for p in model.model.layers.parameters())
+    n_child = sum(p.numel() for p in child.model.layers.parameters())
+    assert n_child < n_parent
+    ids = torch.randint(0, 64, (1, 5))
+    out = child.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=0)
+    assert out.shape == (1, 11)
+    # greedy generation with the cache equals recomputing the whole prefix without a cache
+    seq = ids
+    with torch.no_grad():
+        for _ in range(6):
+            nxt = child(input_ids=seq, use_cache=False).logits[:, -1].argmax(-1, keepdim=True)
+            seq = torch.cat([seq, nxt], 1)
+    assert torch.equal(seq, out)
+    # the parent is untouched
+    assert len(model.model.layers) == 3 and type(model.model.layers[0]).__name__ == "LlamaDecoderLayer"
+
+
+def test_library_distillation_does_not_hurt(library) -> None:  # type: ignore[no-untyped-def]
+    for row in (*library.attention, *library.ffn):
+        assert row[0].variant.op == "parent"
+        noop = row[-1].val_nmse
+        for b in row[1:-1]:
+            assert b.val_nmse <= noop + 1e-6 or b.variant.op == "linear"
+    assert library.names("attention") == ["parent", "kv1", "linear", "noop"]
+    assert library.names("ffn") == ["ffn_parent", "ffn24", "ffn_linear", "ffn_noop"]
+
+
+def test_kv_reduction_and_width_shapes(model: LlamaForCausalLM) -> None:
+    attn = kv_reduced_attention(model.model.layers[0].self_attn, 1, 2, 4)
+    assert attn.k_proj.weight.shape == (8, 32) and attn.num_key_value_groups == 4
+    with pytest.raises(ValueError, match="kv_heads"):
+        kv_reduced_attention(model.model.layers[0].self_attn, 3, 2, 4)
+    mlp = width_reduced_mlp(model.model.layers[0].mlp, torch.arange(10))
+    assert mlp.gate_proj.weight.shape == (10, 32) and mlp.down_proj.weight.shape == (32, 10)
+    full = width_reduced_mlp(model.model.layers[0].mlp, torch.arange(48))
+    x = torch.randn(3, 32)
+    torch.testing.assert_close(full(x), model.model.layers[0].mlp(x))
+
+
+def test_least_squares_recovers_linear_map() -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 6, generator=gen)
+    w = torch.randn(4, 6, generator=gen)
+    est = least_squares_linear(x, x @ w.T, ridge=1e-10)
+    torch.testing.assert_close(est, w, atol=1e-4, rtol=1e-4)
+    assert float(normalized_mse(x @ w.T, x @ w.T)) == 0.0
+    with pytest.raises(ValueError, match="shape"):
+        normalized_mse(torch.zeros(2, 3), torch.zeros(3, 2))
+
+
+def test_scores_and_costs(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
+    sa, sf = replace_one_scores(model, library, torch.randint(0, 64, (2, 12)))
+    assert sa.shape == (3, 4) and sf.shape == (3, 4)
+    assert np.all(sa[:, 0] == 0) and np.all(sa >= 0) and np.all(sf >= 0)
+    costs = measure_costs(model, library, seq=8, reps=2)
+    assert costs["attention_ms"].shape == (3, 4)
+    assert np.all(costs["attention_ms"][:, -1] == 0) and costs["const_ms"] > 0
+    assert costs["ffn_params"][0, 1] < costs["ffn_params"][0, 0]
+    lp = torch.randn(2, 5, 7)
+    assert kl_to_parent(lp, lp) == pytest.approx(0.0, abs=1e-6)
+
+
+def _random_program(seed: int, n_groups: int, n_var: int) -> tuple[list[np.ndarray], list[np.ndarray], float]:
+    rng = np.random.default_rng(seed)
+    scores = [np.concatenate([[0.0], rng.uniform(0, 1, n_var - 1)]) for _ in range(n_groups)]
+    costs = [np.concatenate([[1.0], rng.uniform(0, 1, n_var - 1)]) for _ in range(n_groups)]
+    budget = float(rng.uniform(0.3, 0.9) * n_groups)
+    return scores, costs, budget
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(2, 4))
+def test_mip_equals_brute_force(seed: int, n_groups: int, n_var: int) -> None:
+    scores, costs, budget = _random_program(seed, n_groups, n_var)
+    try:
+        _, best = brute_force(scores, [costs], [budget])
+    except ValueError:
+        with pytest.raises(ValueError, match="feasible"):
+            solve_mip(scores, [costs], [budget])
+        return
+    choice = solve_mip(scores, [costs], [budget])
+    assert sum(costs[g][j] for g, j in enumerate(choice)) <= budget + 1e-9
+    assert sum(scores[g][j] for g, j in enumerate(choice)) == pytest.approx(best, abs=1e-7)
+    try:
+        g_choice = greedy_choice(scores, costs, budget)
+    except ValueError:
+        return
+    assert sum(costs[g][j] for g, j in enumerate(g_choice)) <= budget + 1e-9
+    assert sum(scores[g][j] for g, j in enumerate(g_choice)) >= best - 1e-9
+
+
+def test_mip_two_resources_and_errors() -> None:
+    scores = [[0.0, 1.0, 3.0], [0.0, 2.0, 5.0]]
+    lat = [[3.0, 2.0, 0.0], [3.0, 1.0, 0.0]]
+    mem = [[2.0, 1.0, 0.0], [2.0, 2.0, 0.0]]
+    choice = solve_mip(scores, [lat, mem], [4.0, 2.0])
+    assert choice == brute_force(scores, [lat, mem], [4.0, 2.0])[0]
+    with pytest.raises(ValueError, match="feasible"):
+        solve_mip(scores, [lat], [-1.0])
+    with pytest.raises(ValueError, match="finite|NaN"):
+        solve_mip([[0.0, float("nan")]], [[[1.0, 0.0]]], [1.0])
+    with pytest.raises(ValueError, match="same"):
+        solve_mip(scores, [lat], [1.0, 2.0])
+
+
+def test_baselines() -> None:
+    sa = np.array([[0, 1.0, 5.0], [0, 0.5, 1.0]])
+    sf = np.array([[0, 1.0, 2.0], [0, 0.2, 3.0]])
+    ca = np.array([[2.0, 1.0, 0.0], [2.0, 1.0, 0.0]])
+    cf = np.array([[4.0, 2.0, 0.0], [4.0, 2.0, 0.0]])
+    u = uniform_choice(sa, sf, ca, cf, 6.0)
+    assert len(set(u)) == 1 and u[0] == (1, 1)
+    d = depth_choice(sa, sf, ca, cf, 6.0, (2, 2))
+    assert d == [(0, 0), (2, 2)]
+    assert groups_to_choice(choice_to_groups([(1, 2), (0, 3)])) == [(1, 2), (0, 3)]
+    for a, f in itertools.product(range(3), range(3)):
+        assert uniform_choice(sa, sf, ca, cf, 100.0)[0] == (0, 0) or (a, f) == (0, 0)
+
+
+def test_input_validation(model: LlamaForCausalLM) -> None:
+    with pytest.raises(ValueError, match="op"):
+        Variant("attention", "width", 3)
+    with pytest.raises(ValueError, match="size"):
+        Variant("ffn", "width", 0)
+    good = torch.randint(0, 64, (2, 8))
+    with pytest.raises(TypeError, match="calib_ids"):
+        build_library(model, good.float(), good, ATTN, FFN, steps=1)
+    with pytest.raises(ValueError, match="calib_ids"):
+        build_library(model, torch.zeros(0, 8, dtype=torch.long), good, ATTN, FFN, steps=1)
+    with pytest.raises(ValueError, match="ffn variant"):
+        build_library(model, good, good, ATTN, [Variant("ffn", "width", 999)], steps=1)
+
+
+def test_tiny_check_runs() -> None:
+    from icml25.language.puzzle.check import CHECK
+
+    class _Ctx:
+        def progress(self, *a: object) -> None:
+            pass
+
+        def log(self, message: str) -> None:
+            pass
+
+    out = CHECK.run_seed(CHECK.presets["tiny"], 0, _Ctx())  # type: ignore[arg-type]
+    m = out.metrics["mip"]
+    assert m["pred_ratio_75"] <= 0.75 + 1e-9 and m["score_75"] <= out.metrics["greedy"]["score_75"] + 1e-9
+    assert set(out.metrics) == {"mip", "greedy", "uniform", "depth", "parent"}
+
+
+def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.puzzle.check import CHECK
+
+    full = CHECK.config("full")
+    assert full.bld_steps == 150 and full.n_calib == 64 and full.budgets == (0.75, 0.6)
+    short = dataclasses.replace(
+        full,
+        model="random-tiny",
+        seq=16,
+        n_calib=2,
+        n_val=2,
+        bld_steps=1,
+        n_score=1,
+        score_seq=16,
+        cost_seq=16,
+        cost_reps=1,
+        eval_windows=1,
+        eval_seq=16,
+        tp_reps=1,
+    )
+    ctx = RunContext(slug="puzzle", scale="full", run_dir=Path("."), reporter=NullReporter())
+    outcome = CHECK.run_seed(short, 0, ctx)
+    assert set(outcome.metrics) == set(CHECK.claim.arms)
+    assert len(outcome.series["ffn_variants"]) == 1 + 4 + 2
+
+
+def test_config_errors_name_the_field() -> None:
+    from icml25.language.puzzle.check import PuzzleCheckConfig
+
+    with pytest.raises(ValueError, match=r"PuzzleCheckConfig\.budgets\[0\]"):
+        PuzzleCheckConfig(budgets=(1.5,))
+    with pytest.raises(ValueError, match=r"PuzzleCheckConfig\.n_calib"):
+        PuzzleCheckConfig(n_calib=0)
+    with pytest.raises(ValueError, match=r"PuzzleCheckConfig\.budgets"):
+        PuzzleCheckConfig(budgets=())
