@@ -1758,6 +1758,96 @@ def _puzzle() -> list[Case]:
     ]
 
 
+def _aaar() -> list[Case]:
+    from icml25.agents.aaar import (
+        EquationInstance,
+        binary_prf,
+        choice_accuracy,
+        copy_input,
+        cosine_matrix,
+        itf_idf,
+        make_benchmark,
+        soft_prf,
+        split_chunks,
+        truncate_context,
+    )
+
+    def embed(texts):  # one-hot per string length: enough for the calls below
+        return np.eye(8)[[len(t) % 8 for t in texts]]
+
+    def nan_embed(texts):
+        return np.full((len(texts), 3), NAN)
+
+    import random
+
+    return [
+        Case(
+            "aaar",
+            "shape",
+            "cosine_matrix widths differ",
+            lambda: cosine_matrix(np.ones((2, 3)), np.ones((2, 4))),
+            "a and b",
+        ),
+        Case("aaar", "shape", "binary_prf 2-D labels", lambda: binary_prf([[1, 0]], [[1, 0]]), "predicted"),
+        Case(
+            "aaar",
+            "shape",
+            "binary_prf length mismatch",
+            lambda: binary_prf([1, 0], [1]),
+            "predicted and gold",
+        ),
+        Case(
+            "aaar",
+            "nonfinite",
+            "cosine_matrix NaN",
+            lambda: cosine_matrix(np.full((2, 2), NAN), np.ones((2, 2))),
+            "a and b",
+        ),
+        Case("aaar", "nonfinite", "itf_idf tau NaN", lambda: itf_idf([["a"], ["b"]], embed, tau=NAN), "tau"),
+        Case(
+            "aaar",
+            "nonfinite",
+            "soft_prf embedder returns NaN",
+            lambda: soft_prf(["a"], ["b"], nan_embed),
+            "embed",
+        ),
+        Case("aaar", "empty", "binary_prf empty", lambda: binary_prf([], []), "predicted"),
+        Case("aaar", "empty", "soft_prf empty gold", lambda: soft_prf(["a"], [], embed), "gold"),
+        Case("aaar", "empty", "choice_accuracy empty gold", lambda: choice_accuracy([], []), "gold"),
+        Case(
+            "aaar",
+            "empty",
+            "EquationInstance no options",
+            lambda: EquationInstance("p", "a", "b", (), 0),
+            "options",
+        ),
+        Case("aaar", "dtype", "binary_prf float labels", lambda: binary_prf([0.5], [1]), "predicted"),
+        Case(
+            "aaar",
+            "dtype",
+            "soft_prf a string, not a list",
+            lambda: soft_prf("abc", ["b"], embed),
+            "predicted",
+        ),
+        Case(
+            "aaar",
+            "dtype",
+            "EquationInstance answer str",
+            lambda: EquationInstance("p", "a", "b", ("x", "y"), "1"),
+            "answer",
+        ),
+        Case(
+            "aaar", "dtype", "choice_accuracy float index", lambda: choice_accuracy([0.0], [0]), "predicted"
+        ),
+        Case("aaar", "size", "make_benchmark n_papers=0", lambda: make_benchmark(0), "n_papers"),
+        Case("aaar", "size", "split_chunks window=0", lambda: split_chunks("a b", 0), "window"),
+        Case("aaar", "size", "truncate_context k=-1", lambda: truncate_context("a", "b", -1), "k"),
+        Case(
+            "aaar", "size", "copy_input k=0", lambda: copy_input("One two three.", 0, random.Random(0)), "k"
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -1785,6 +1875,7 @@ CASES: list[Case] = [
     *_econ(),
     *_competitive_classification(),
     *_puzzle(),
+    *_aaar(),
 ]
 
 

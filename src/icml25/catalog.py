@@ -803,8 +803,13 @@ PAPERS: tuple[Paper, ...] = (
             "modestly (at most 61% 4-way equation accuracy) and write generic weaknesses with ITF-IDF far "
             "below human reviewers' 7.69."
         ),
-        baseline="random / all-positive / copy-input baselines and human reviews",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "random, majority, all-positive, copy-the-input and generic-list baselines; another paper's "
+            "gold, paraphrased gold and simulated human reviews as metric references"
+        ),
+        tags=("stochastic", "llm", "slow", "simulated"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="pisa",
