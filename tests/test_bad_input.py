@@ -1848,6 +1848,82 @@ def _aaar() -> list[Case]:
     ]
 
 
+def _pinnsagent() -> list[Case]:
+    from icml25.physics.pinnsagent import (
+        DEFAULT_CONFIG,
+        PDE_SUITE,
+        PINNNet,
+        SearchSpace,
+        burgers_reference,
+        cosine,
+        encode_text,
+        train_pinn,
+    )
+
+    slug = "pinnsagent"
+
+    def net() -> PINNNet:
+        return PINNNet((0.0, 0.0), (1.0, 1.0), width=4, depth=2)
+
+    return [
+        Case(slug, "shape", "PINNNet wrong input width", lambda: net()(torch.rand(3, 3)), "x"),
+        Case(slug, "nonfinite", "PINNNet NaN input", lambda: net()(torch.full((3, 2), NAN)), "x"),
+        Case(slug, "empty", "PINNNet no points", lambda: net()(torch.rand(0, 2)), "x"),
+        Case(
+            slug, "dtype", "PINNNet float64 input", lambda: net()(torch.rand(3, 2, dtype=torch.float64)), "x"
+        ),
+        Case(slug, "size", "PINNNet width 0", lambda: PINNNet((0.0,), (1.0,), width=0, depth=2), "width"),
+        Case(
+            slug,
+            "shape",
+            "burgers_reference x 2-D",
+            lambda: burgers_reference(np.zeros((2, 2)), np.zeros((2, 2)), 0.1),
+            "x",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "burgers_reference NaN t",
+            lambda: burgers_reference(np.zeros(2), np.array([0.1, NAN]), 0.1),
+            "t",
+        ),
+        Case(
+            slug,
+            "empty",
+            "burgers_reference empty x",
+            lambda: burgers_reference(np.zeros(0), np.zeros(0), 0.1),
+            "x",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "burgers_reference strings",
+            lambda: burgers_reference(np.array(["a", "b"]), np.zeros(2), 0.1),
+            "x",
+        ),
+        Case(
+            slug,
+            "size",
+            "burgers_reference nu 0",
+            lambda: burgers_reference(np.zeros(2), np.zeros(2), 0.0),
+            "nu",
+        ),
+        Case(slug, "shape", "cosine 2-D", lambda: cosine(np.ones((2, 2)), np.ones((2, 2))), "a"),
+        Case(slug, "nonfinite", "cosine inf", lambda: cosine(np.array([1.0, np.inf]), np.ones(2)), "a"),
+        Case(slug, "empty", "cosine empty", lambda: cosine(np.zeros(0), np.zeros(0)), "a"),
+        Case(slug, "dtype", "cosine strings", lambda: cosine(np.array(["a"]), np.ones(1)), "a"),
+        Case(slug, "size", "encode_text dim 0", lambda: encode_text("heat", dim=0), "dim"),
+        Case(
+            slug,
+            "size",
+            "train_pinn steps 0",
+            lambda: train_pinn(PDE_SUITE["heat1d"], DEFAULT_CONFIG, steps=0),
+            "steps",
+        ),
+        Case(slug, "size", "SearchSpace max_width 0", lambda: SearchSpace(max_width=0), "max_width"),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -1876,6 +1952,7 @@ CASES: list[Case] = [
     *_competitive_classification(),
     *_puzzle(),
     *_aaar(),
+    *_pinnsagent(),
 ]
 
 

@@ -723,8 +723,13 @@ PAPERS: tuple[Paper, ...] = (
             "search finds PINN configurations with lower test MSE than random search and Bayesian "
             "optimisation on 12 of 14 PINNacle PDEs."
         ),
-        baseline="random search and Bayesian (TPE) hyperparameter search",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "random search and optuna TPE at the same number of trainings; an LLM-free scripted planner "
+            "as a labelled control"
+        ),
+        tags=("stochastic", "llm", "simulated"),
+        status="checked",
+        extra="physics",
     ),
     Paper(
         slug="turing_programs",

@@ -1,0 +1,308 @@
+"""Tests for PINNsAgent (arXiv 2501.12053): PDE references, trainer, PGKR, memory tree, searches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.llm.chat import GenerationConfig, ScriptedChatModel
+from icml25.physics.pinnsagent import (
+    DEFAULT_CONFIG,
+    PDE_SUITE,
+    PGKR,
+    AgentSearch,
+    Evaluator,
+    KBRow,
+    KnowledgeBase,
+    MemoryTree,
+    ParamStats,
+    PINNNet,
+    SearchSpace,
+    build_knowledge_base,
+    burgers_reference,
+    config_key,
+    cosine,
+    encode_labels,
+    encode_text,
+    parameter_stats,
+    parse_proposal,
+    planner_prompt,
+    random_search,
+    run_agents,
+    tpe_search,
+    train_pinn,
+)
+from icml25.physics.pinnsagent.check import CHECK
+
+torch.set_num_threads(1)
+SPACE = SearchSpace(max_width=16)
+
+
+def test_suite_has_six_plus_pdes_with_valid_labels_and_boxes() -> None:
+    assert len(PDE_SUITE) >= 6
+    families = {p.labels["family"] for p in PDE_SUITE.values()}
+    assert {"burgers", "poisson", "heat", "wave", "advection", "reaction_diffusion"} <= families
+    for p in PDE_SUITE.values():
+        g = p.test_grid(5)
+        assert g.shape == (5**p.dim, p.dim)
+        assert torch.isfinite(p.exact(g)).all()
+
+
+@pytest.mark.parametrize("name", ["heat1d", "wave1d", "advection1d"])
+def test_homogeneous_pdes_have_zero_manufactured_source(name: str) -> None:
+    """The closed forms solve the homogeneous PDEs: N[u_exact] is zero up to float32 rounding."""
+    p = PDE_SUITE[name]
+    x = p.scale(torch.rand(200, p.dim, generator=torch.Generator().manual_seed(0)))
+    scale = p.exact(x).abs().max()
+    assert p.source(x).abs().max() < 1e-3 * max(1.0, float(scale)) * 100
+
+
+def test_burgers_reference_initial_condition_and_pde_residual() -> None:
+    x = np.linspace(-0.9, 0.9, 7)
+    assert np.allclose(burgers_reference(x, np.zeros_like(x), 0.05 / math.pi), -np.sin(np.pi * x))
+    # finite-difference residual of u_t + u u_x - nu u_xx at interior points is small
+    nu, h, k = 0.05 / math.pi, 1e-3, 1e-3
+    xs, ts = np.array([-0.5, 0.2, 0.6]), np.array([0.3, 0.5, 0.2])
+
+    def u(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return burgers_reference(a, b, nu, n_nodes=200)
+
+    ut = (u(xs, ts + k) - u(xs, ts - k)) / (2 * k)
+    ux = (u(xs + h, ts) - u(xs - h, ts)) / (2 * h)
+    uxx = (u(xs + h, ts) - 2 * u(xs, ts) + u(xs - h, ts)) / h**2
+    assert np.abs(ut + u(xs, ts) * ux - nu * uxx).max() < 1e-3
+    # the boundary values stay zero
+    assert np.abs(burgers_reference(np.array([-1.0, 1.0]), np.array([0.7, 0.7]), nu)).max() < 1e-8
+
+
+def test_boundary_points_lie_on_faces_excluding_final_time() -> None:
+    p = PDE_SUITE["heat1d"]
+    g = torch.Generator().manual_seed(1)
+    xb = p.boundary_points(torch.rand(300, 2, generator=g), g)
+    lo, hi = torch.tensor(p.lower), torch.tensor(p.upper)
+    on_face = ((xb - lo).abs() < 1e-7) | ((xb - hi).abs() < 1e-7)
+    assert on_face.any(1).all()
+    assert not ((xb[:, 1] - hi[1]).abs() < 1e-7).any()
+
+
+def test_search_space_snap_sample_and_size() -> None:
+    sp = SearchSpace()
+    assert sp.snap("lr", 0.0011) == 1e-3 and sp.snap("lr", "0.05") == 3e-2
+    assert sp.snap("activation", " Tanh ") == "tanh" and sp.snap("activation", "swish") is None
+    assert sp.snap("nope", 1) is None and sp.snap("width", "abc") is None
+    assert sp.size() == math.prod(len(v) for v in sp.values.values())
+    cfg = sp.sample(np.random.default_rng(0))
+    assert sp.contains(cfg) and sp.contains(sp.default())
+    assert max(SPACE.values["width"]) == 16
+
+
+def test_pinnnet_shapes_and_adaptive_activation_parameters() -> None:
+    for net, extra in (("fnn", 0), ("laaf", 3), ("gaaf", 1)):
+        m = PINNNet((0.0, 0.0), (1.0, 1.0), width=8, depth=3, net=net)
+        base = sum(p.numel() for p in PINNNet((0.0, 0.0), (1.0, 1.0), width=8, depth=3).parameters())
+        assert sum(p.numel() for p in m.parameters()) == base + extra
+        assert m(torch.rand(5, 2)).shape == (5, 1)
+    z = PINNNet((0.0,), (1.0,), width=4, depth=2, initializer="zeros")
+    assert torch.equal(z(torch.rand(3, 1)), torch.zeros(3, 1))
+
+
+def test_train_pinn_is_deterministic_and_learns() -> None:
+    p = PDE_SUITE["poisson2d"]
+    cfg = dict(DEFAULT_CONFIG, width=16, n_domain=128, n_boundary=32, lr=1e-2)
+    a = train_pinn(p, cfg, steps=60, seed=3, space=SPACE)
+    b = train_pinn(p, cfg, steps=60, seed=3, space=SPACE)
+    assert a.l2rel == b.l2rel and a.mse == b.mse
+    short = train_pinn(p, cfg, steps=2, seed=3, space=SPACE)
+    assert a.l2rel < short.l2rel
+    with pytest.raises(ValueError, match="search space"):
+        train_pinn(p, dict(cfg, width=7), steps=2, space=SPACE)
+    with pytest.raises(ValueError, match="missing"):
+        train_pinn(p, {"width": 8}, steps=2)
+
+
+def test_wave_initial_velocity_and_sobol_paths_run() -> None:
+    cfg = dict(DEFAULT_CONFIG, width=8, n_domain=64, n_boundary=16, sampling="sobol", net="laaf")
+    r = train_pinn(PDE_SUITE["wave1d"], cfg, steps=3, space=SPACE)
+    assert math.isfinite(r.l2rel) and r.seconds > 0
+
+
+def _kb() -> KnowledgeBase:
+    kb = KnowledgeBase()
+    rng = np.random.default_rng(0)
+    for name in ("poisson1d", "poisson2d", "heat1d", "wave1d", "burgers1d"):
+        for _ in range(4):
+            cfg = SPACE.sample(rng)
+            kb.add(KBRow(name, cfg, float(10 ** rng.uniform(-3, 0.5))))
+    return kb
+
+
+def test_pgkr_leave_one_out_and_nearest_neighbour() -> None:
+    kb = _kb()
+    pgkr = PGKR(PDE_SUITE)
+    loo = kb.without("poisson2d")
+    assert not loo.of("poisson2d") and len(loo.rows) == 16
+    sims = pgkr.similarities(PDE_SUITE["poisson2d"], loo)
+    assert sims[0][0] == "poisson1d"  # same family and type
+    assert all(name != "poisson2d" for name, _ in sims)
+    hits = pgkr.retrieve(PDE_SUITE["poisson2d"], loo, k=2, max_l2=10.0)
+    assert [h.pde for h in hits][0] == "poisson1d" and hits[0].best == loo.best("poisson1d")
+    text = PGKR(PDE_SUITE, encoder="text").similarities(PDE_SUITE["heat1d"], kb.without("heat1d"))
+    assert len(text) == 4
+
+
+def test_cosine_matches_naive_reference_and_label_weights() -> None:
+    a, b = encode_labels(PDE_SUITE["heat1d"]), encode_labels(PDE_SUITE["burgers1d"])
+    naive = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+        sum(x * x for x in a) * sum(y * y for y in b)
+    )
+    assert cosine(a, b) == pytest.approx(naive)
+    assert encode_labels(PDE_SUITE["heat1d"]).sum() == pytest.approx(2 + 2 + 8)
+    e = encode_text("heat equation")
+    assert np.linalg.norm(e) == pytest.approx(1.0) and np.array_equal(e, encode_text("heat equation"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(-5, 5), min_size=3, max_size=3).filter(lambda v: np.linalg.norm(v) > 1e-3),
+    st.lists(st.floats(-5, 5), min_size=3, max_size=3).filter(lambda v: np.linalg.norm(v) > 1e-3),
+)
+def test_cosine_symmetric_bounded(a: list[float], b: list[float]) -> None:
+    c = cosine(np.array(a), np.array(b))
+    assert -1 - 1e-9 <= c <= 1 + 1e-9 and c == pytest.approx(cosine(np.array(b), np.array(a)))
+
+
+def test_parameter_stats_ranges() -> None:
+    stats = parameter_stats(_kb(), SPACE)
+    assert set(stats.scores) == set(SPACE.params)
+    assert all(0.0 <= s <= 1.0 for s in stats.scores.values())
+    assert all(0 < r < 1 for vals in stats.success.values() for r in vals.values())
+    empty = parameter_stats(KnowledgeBase(), SPACE)
+    assert all(s == 0.5 for s in empty.scores.values())
+
+
+def test_parse_proposal_json_aliases_pairs_and_junk() -> None:
+    cfg = SPACE.default()
+    assert parse_proposal('Sure! {"lr": 0.01, "activation": "sin"}', SPACE, cfg) == {
+        "lr": 1e-2,
+        "activation": "sin",
+    }
+    assert parse_proposal('{"learning_rate": 0.1}', SPACE, cfg) == {"lr": 3e-2}
+    assert parse_proposal("set depth: 5 and width = 8", SPACE, cfg) == {"depth": 5, "width": 8}
+    assert parse_proposal('{"activation": "tanh"}', SPACE, cfg) == {}  # unchanged
+    assert parse_proposal("no idea", SPACE, cfg) == {}
+    with pytest.raises(TypeError, match="text"):
+        parse_proposal(None, SPACE, cfg)  # type: ignore[arg-type]
+
+
+def test_memory_tree_puct_widening_and_backup() -> None:
+    stats = ParamStats(
+        dict.fromkeys(SPACE.params, 0.5), {p: dict.fromkeys(v, 0.5) for p, v in SPACE.values.items()}
+    )
+    tree = MemoryTree(SPACE.default(), stats, c=1.0)
+    tree.backup(tree.root, 0.5)
+    assert tree.select() is tree.root  # one visit allows one child
+    a = tree.expand(tree.root, {"lr": 1e-2})
+    tree.backup(a, 1.0)
+    assert tree.select() is tree.root  # two visits allow two children
+    b = tree.expand(tree.root, {"depth": 5})
+    tree.backup(b, -1.0)
+    assert tree.root.visits == 3 and tree.root.total == pytest.approx(0.5)
+    # PUCT against the formula: Q + c * prior/sum(prior) * sqrt(ln(N+1)/n)
+    expect = 1.0 + 0.5 * math.sqrt(math.log(4) / 1)
+    assert tree.score(tree.root, a) == pytest.approx(expect)
+    assert tree.select() is a  # a has the higher score and no children yet
+    assert a.path_params() == {"lr"}
+
+
+def test_agent_search_with_llm_and_scripted_and_loo_guard() -> None:
+    ev = Evaluator(PDE_SUITE, SPACE, steps=5)
+    kb = build_knowledge_base(["poisson1d", "heat1d"], SPACE, ev, per_pde=2, seed=0)
+    target = PDE_SUITE["poisson2d"]
+    stats = parameter_stats(kb, SPACE)
+    hits = PGKR(PDE_SUITE).retrieve(target, kb, max_l2=100.0)
+    llm = ScriptedChatModel(lambda m, c, i: '{"depth": 5}' if "bc_weight" in m[-1]["content"] else "x")
+    agent = AgentSearch(
+        target, kb, SPACE, stats, hits, budget=3, proposer="llm", rng=np.random.default_rng(0)
+    )
+    ctrl = AgentSearch(
+        target, kb, SPACE, stats, hits, budget=3, proposer="scripted", rng=np.random.default_rng(0)
+    )
+
+    def generate(convs: list[list[dict[str, str]]]) -> list[str]:
+        return [r[0] for r in llm.generate(convs, GenerationConfig())]
+
+    run_agents([agent, ctrl], ev, generate)
+    assert len(agent.trace.results) == 3 and len(ctrl.trace.results) == 3
+    assert agent.trace.llm_calls == 2 and ctrl.trace.llm_calls == 0
+    assert agent.trace.llm_valid >= 1  # the first {"depth": 5} is new
+    assert agent.trace.configs[1]["depth"] == 5
+    assert len({config_key(c) for c in agent.trace.configs}) == 3  # no repeats
+    assert agent.trace.configs[0] == SPACE.snap_config(hits[0].best.config)  # PGKR warm start
+    with pytest.raises(ValueError, match="leave-one-out"):
+        AgentSearch(
+            PDE_SUITE["heat1d"],
+            kb,
+            SPACE,
+            stats,
+            hits,
+            budget=2,
+            proposer="llm",
+            rng=np.random.default_rng(0),
+        )
+    conv = planner_prompt(target, SPACE, SPACE.default(), hits, stats, [])
+    assert conv[-1]["role"] == "user" and "Poisson" in conv[-1]["content"]
+
+
+def test_random_and_tpe_spend_the_budget_on_distinct_configs() -> None:
+    ev = Evaluator(PDE_SUITE, SPACE, steps=3)
+    r = random_search("heat1d", SPACE, ev, budget=4, rng=np.random.default_rng(0))
+    t = tpe_search("heat1d", SPACE, ev, budget=4, seed=0)
+    assert len(r.results) == len(t.results) == 4
+    assert len({config_key(c) for c in r.configs}) == 4
+    assert all(SPACE.contains(c) for c in t.configs)
+    assert r.best_log_l2() == min(x.log_l2 for x in r.results)
+
+
+def test_check_presets_and_full_scale_one_step() -> None:
+    small, full = CHECK.config("small"), CHECK.config("full")
+    assert len(small.pdes) >= 6 and small.budget == 5
+    assert CHECK.claim.min_seeds >= 3
+    space = SearchSpace(max_width=full.max_width)
+    cfg = dict(DEFAULT_CONFIG, width=max(space.values["width"]), depth=5, n_domain=512, n_boundary=128)
+    for name in full.pdes:
+        assert math.isfinite(train_pinn(PDE_SUITE[name], cfg, steps=1, space=space).train_loss)
+
+
+def test_bad_inputs() -> None:
+    net = PINNNet((0.0, 0.0), (1.0, 1.0), width=4, depth=2)
+    with pytest.raises(ValueError, match="x"):
+        net(torch.rand(3, 3))
+    with pytest.raises(ValueError, match="x"):
+        net(torch.full((3, 2), float("nan")))
+    with pytest.raises(TypeError, match="x"):
+        net(torch.rand(3, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="width"):
+        PINNNet((0.0,), (1.0,), width=0, depth=2)
+    with pytest.raises(ValueError, match="steps"):
+        train_pinn(PDE_SUITE["heat1d"], DEFAULT_CONFIG, steps=0)
+    with pytest.raises(ValueError, match="x"):
+        burgers_reference(np.array([np.nan]), np.array([0.1]), 0.1)
+    with pytest.raises(ValueError, match="a"):
+        cosine(np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match="k"):
+        _kb().topk("heat1d", 0)
+    with pytest.raises(ValueError, match="encoder"):
+        PGKR(PDE_SUITE, encoder="bert")
+
+
+def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.core.results import ResultStore
+
+    result = CHECK.run("tiny", store=ResultStore(tmp_path))
+    assert result.verdict.kind.value == "inconclusive"
+    assert result.seeds == (0,)
