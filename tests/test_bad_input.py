@@ -1924,6 +1924,151 @@ def _pinnsagent() -> list[Case]:
     ]
 
 
+def _l_diffusion() -> list[Case]:
+    from icml25.generative.l_diffusion import (
+        LDiffusion,
+        LDiffusionConfig,
+        SynthPathConfig,
+        dice_loss,
+        pixel_infonce,
+        seg_metrics,
+        to_gray,
+        train_segmenter,
+    )
+    from icml25.nn.diffusion import NoiseSchedule, SmallUNet, q_sample, sample_noise
+
+    s = "l_diffusion"
+    lab = torch.tensor([0, 1, 1])
+    ld = LDiffusion(SmallUNet(3, 3, (8, 8)), LDiffusionConfig(timesteps=(10,)))
+    seg = SmallUNet(3, 2, (8,), time=False)
+    sched = NoiseSchedule("linear", 10)
+    return [
+        Case(
+            s,
+            "shape",
+            "pixel_infonce 3-D features",
+            lambda: pixel_infonce(torch.zeros(3, 2, 1), lab),
+            "features",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "pixel_infonce NaN",
+            lambda: pixel_infonce(torch.full((3, 2), NAN), lab),
+            "features",
+        ),
+        Case(
+            s,
+            "empty",
+            "pixel_infonce no pixels",
+            lambda: pixel_infonce(torch.zeros(0, 2), lab[:0]),
+            "features",
+        ),
+        Case(
+            s,
+            "dtype",
+            "pixel_infonce float labels",
+            lambda: pixel_infonce(torch.zeros(3, 2), lab.float()),
+            "labels",
+        ),
+        Case(s, "size", "pixel_infonce tau 0", lambda: pixel_infonce(torch.zeros(3, 2), lab, tau=0.0), "tau"),
+        Case(
+            s,
+            "shape",
+            "dice_loss target shape",
+            lambda: dice_loss(torch.zeros(1, 2, 4, 4), torch.zeros(1, 3, 3)),
+            "logits",
+        ),
+        Case(
+            s,
+            "shape",
+            "seg_metrics mismatch",
+            lambda: seg_metrics(np.zeros((1, 2, 2), int), np.zeros((1, 3, 3), int), 3),
+            "pred",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "seg_metrics NaN",
+            lambda: seg_metrics(np.full((1, 2, 2), NAN), np.zeros((1, 2, 2)), 3),
+            "pred",
+        ),
+        Case(
+            s,
+            "empty",
+            "seg_metrics empty",
+            lambda: seg_metrics(np.zeros((0, 2, 2), int), np.zeros((0, 2, 2), int), 3),
+            "pred",
+        ),
+        Case(
+            s,
+            "dtype",
+            "seg_metrics float labels",
+            lambda: seg_metrics(np.zeros((1, 2, 2)), np.zeros((1, 2, 2)), 3),
+            "pred",
+        ),
+        Case(
+            s,
+            "size",
+            "seg_metrics n_classes 0",
+            lambda: seg_metrics(np.zeros((1, 2, 2), int), np.zeros((1, 2, 2), int), 0),
+            "n_classes",
+        ),
+        Case(
+            s,
+            "shape",
+            "pixel_features 1 channel",
+            lambda: ld.pixel_features(torch.zeros(1, 1, 8, 8)),
+            "images",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "pixel_features NaN",
+            lambda: ld.pixel_features(torch.full((1, 3, 8, 8), NAN)),
+            "images",
+        ),
+        Case(
+            s, "empty", "pixel_features empty", lambda: ld.pixel_features(torch.zeros(0, 3, 8, 8)), "images"
+        ),
+        Case(
+            s,
+            "dtype",
+            "pixel_features int",
+            lambda: ld.pixel_features(torch.zeros(1, 3, 8, 8, dtype=torch.long)),
+            "images",
+        ),
+        Case(s, "size", "pretrain steps 0", lambda: ld.pretrain(torch.zeros(2, 3, 8, 8), steps=0), "steps"),
+        Case(
+            s,
+            "size",
+            "train_segmenter lr 0",
+            lambda: train_segmenter(
+                seg, torch.zeros(1, 3, 8, 8), torch.zeros(1, 8, 8, dtype=torch.long), steps=1, lr=0.0
+            ),
+            "lr",
+        ),
+        Case(s, "shape", "to_gray 4 channels", lambda: to_gray(torch.zeros(1, 4, 2, 2)), "x"),
+        Case(s, "size", "SynthPathConfig size 0", lambda: SynthPathConfig(size=0), "size"),
+        Case(s, "size", "LDiffusionConfig T 0", lambda: LDiffusionConfig(T=0, timesteps=(0,)), "T"),
+        Case(s, "size", "sample_noise zero size", lambda: sample_noise((0, 2)), "shape"),
+        Case(
+            s,
+            "nonfinite",
+            "q_sample NaN",
+            lambda: q_sample(torch.full((1, 2), NAN), torch.tensor([1]), sched, torch.zeros(1, 2)),
+            "x0",
+        ),
+        Case(
+            s,
+            "dtype",
+            "q_sample float steps",
+            lambda: q_sample(torch.zeros(1, 2), torch.tensor([1.0]), sched, torch.zeros(1, 2)),
+            "t",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -1953,6 +2098,7 @@ CASES: list[Case] = [
     *_puzzle(),
     *_aaar(),
     *_pinnsagent(),
+    *_l_diffusion(),
 ]
 
 

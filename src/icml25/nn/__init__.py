@@ -8,6 +8,10 @@
   ALiBi, patchify / unpatchify.
 * :mod:`~icml25.nn.flow_matching` — conditional flow matching on the linear path (t = 0 noise,
   t = 1 data): interpolant, target velocity, loss for any velocity network, Euler sampler, times.
+* :mod:`~icml25.nn.diffusion` — DDPM/DDIM pieces: linear/cosine schedules (equal to diffusers'
+  betas), Gaussian and Laplace noise, VP/additive forward process, epsilon-prediction loss, DDIM
+  (one step equals diffusers' DDIMScheduler) and flow-matching Euler samplers with a differentiable
+  option, EMA of weights, a small conditional UNet.
 * :mod:`~icml25.nn.optim` — matrix-only weight decay groups, the warm-up/cosine schedule.
 * :mod:`~icml25.nn.train` — :func:`fit`, the one training loop (runs under ``accelerate``).
 * :mod:`~icml25.nn.checkpoint` — atomic safetensors checkpoints with config and metadata.
@@ -18,6 +22,20 @@
 from icml25.nn.attention import KVCache, MultiheadAttention, scaled_dot_product_attention
 from icml25.nn.blocks import MLP, GatedMLP, RMSNorm, TransformerBlock, modulate
 from icml25.nn.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from icml25.nn.diffusion import (
+    EMA,
+    NoiseSchedule,
+    SmallUNet,
+    alphas_cumprod,
+    beta_schedule,
+    ddim_sample,
+    ddim_step,
+    ddpm_loss,
+    flow_euler_sample,
+    predict_x0,
+    q_sample,
+    sample_noise,
+)
 from icml25.nn.distributed import get_accelerator, is_main_process, unwrap
 from icml25.nn.embeddings import (
     RotaryEmbedding,
@@ -41,6 +59,18 @@ from icml25.nn.params import count_parameters, match_width
 from icml25.nn.train import EvalRecord, FitConfig, FitHistory, fit
 
 __all__ = [
+    "EMA",
+    "NoiseSchedule",
+    "SmallUNet",
+    "alphas_cumprod",
+    "beta_schedule",
+    "ddim_sample",
+    "ddim_step",
+    "ddpm_loss",
+    "flow_euler_sample",
+    "predict_x0",
+    "q_sample",
+    "sample_noise",
     "KVCache",
     "MultiheadAttention",
     "scaled_dot_product_attention",
