@@ -2069,6 +2069,116 @@ def _l_diffusion() -> list[Case]:
     ]
 
 
+def _selekt() -> list[Case]:
+    from torch import nn
+
+    from icml25.language.selekt import (
+        ChatCodec,
+        FinetuneConfig,
+        SeleKT,
+        encode_pairs,
+        find_seed_functions,
+        finetune,
+        generate_tests,
+        run_tests,
+        snapshot_base,
+        sparse_project_,
+        topk_mask,
+    )
+
+    slug = "selekt"
+
+    def net() -> nn.Module:
+        torch.manual_seed(0)
+        return nn.Linear(3, 2)
+
+    def nan_model() -> nn.Module:
+        m = net()
+        with torch.no_grad():
+            m.weight.fill_(NAN)
+        return m
+
+    base = snapshot_base(net())
+    msgs = [[{"role": "user", "content": "hi"}]]
+    ids = torch.zeros(2, 4, dtype=torch.long)
+    return [
+        Case(
+            slug,
+            "shape",
+            "sparse_project_ base of wrong shape",
+            lambda: sparse_project_(net(), {"weight": torch.zeros(3, 3)}, 0.1),
+            "base_state",
+        ),
+        Case(
+            slug,
+            "shape",
+            "finetune 1-D data",
+            lambda: finetune(net(), (ids[0], ids[0], ids[0]), FinetuneConfig()),
+            "data",
+        ),
+        Case(
+            slug,
+            "shape",
+            "encode_pairs unequal lengths",
+            lambda: encode_pairs(ChatCodec(None), msgs, ["a", "b"], 16),
+            "prompts",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "sparse_project_ NaN weights",
+            lambda: sparse_project_(nan_model(), base, 0.1),
+            "model",
+        ),
+        Case(slug, "nonfinite", "topk_mask NaN", lambda: topk_mask(torch.tensor([1.0, NAN]), 1), "delta"),
+        Case(slug, "nonfinite", "SeleKT alpha inf", lambda: SeleKT(base, alpha=float("inf")), "alpha"),
+        Case(slug, "empty", "topk_mask empty", lambda: topk_mask(torch.ones(0), 0), "delta"),
+        Case(
+            slug, "empty", "sparse_project_ empty base", lambda: sparse_project_(net(), {}, 0.1), "base_state"
+        ),
+        Case(slug, "empty", "run_tests no tests", lambda: run_tests(["def f(): pass"], "f", []), "tests"),
+        Case(slug, "empty", "find_seed_functions no modules", lambda: find_seed_functions(()), "modules"),
+        Case(
+            slug, "dtype", "topk_mask integer", lambda: topk_mask(torch.ones(3, dtype=torch.long), 1), "delta"
+        ),
+        Case(slug, "dtype", "SeleKT alpha string", lambda: SeleKT(base, alpha="0.1"), "alpha"),  # type: ignore[arg-type]
+        Case(
+            slug,
+            "dtype",
+            "run_tests one string",
+            lambda: run_tests("def f(): pass", "f", [("()", "1")]),
+            "codes",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "finetune list data",
+            lambda: finetune(net(), [ids, ids, ids], FinetuneConfig()),
+            "data",
+        ),  # type: ignore[arg-type]
+        Case(slug, "size", "sparse_project_ alpha 0", lambda: sparse_project_(net(), base, 0.0), "alpha"),
+        Case(
+            slug, "size", "SeleKT period 0", lambda: SeleKT(base, alpha=0.1, period_steps=0), "period_steps"
+        ),
+        Case(slug, "size", "FinetuneConfig steps 0", lambda: FinetuneConfig(steps=0), "steps"),
+        Case(slug, "size", "topk_mask k -1", lambda: topk_mask(torch.ones(3), -1), "k"),
+        Case(
+            slug,
+            "size",
+            "encode_pairs max_len 1",
+            lambda: encode_pairs(ChatCodec(None), msgs, ["a"], 1),
+            "max_len",
+        ),
+        Case(
+            slug,
+            "size",
+            "generate_tests n_cases 0",
+            lambda: generate_tests("def f(x):\n    return x", "f", n_cases=0),
+            "n_cases",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2099,6 +2209,7 @@ CASES: list[Case] = [
     *_aaar(),
     *_pinnsagent(),
     *_l_diffusion(),
+    *_selekt(),
 ]
 
 

@@ -224,8 +224,13 @@ PAPERS: tuple[Paper, ...] = (
             "HumanEvalFix, CanItEdit and Aider than SFT or LoRA while keeping MMLU, GSM8K and HumanEval+ "
             "close to the base model."
         ),
-        baseline="full supervised fine-tuning and LoRA",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "full supervised fine-tuning and LoRA (peft) with the same data, steps and learning-rate "
+            "grid; the base model as reference"
+        ),
+        tags=("stochastic", "llm", "slow", "simulated"),
+        status="checked",
+        extra="language",
     ),
     Paper(
         slug="lvlingam_cumulants",

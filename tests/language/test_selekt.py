@@ -1,0 +1,294 @@
+"""Tests for SeleKT (Robust Learning of Diverse Code Edits, arXiv 2503.03656): the sparse projection,
+the verified edit pipeline, fine-tuning on a tiny random Llama, and bad input."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from icml25.language.selekt import (
+    ChatCodec,
+    FinetuneConfig,
+    SeleKT,
+    build_edit_dataset,
+    changed_fraction,
+    edit_messages,
+    edit_success,
+    edit_target,
+    encode_pairs,
+    find_seed_functions,
+    finetune,
+    generate_tests,
+    make_seed_functions,
+    mutate_bug,
+    rename_variables,
+    run_tests,
+    snapshot_base,
+    sparse_project_,
+    template_instruction,
+    topk_mask,
+)
+from icml25.nn.train import FitConfig, fit
+
+MODULES = ("calendar", "colorsys", "difflib", "_pydecimal")
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+
+
+def _perturb(model: nn.Module, scale: float = 0.1) -> None:
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=gen))
+
+
+def test_topk_mask_matches_sort_reference() -> None:
+    d = torch.tensor([[0.1, -3.0, 2.0], [0.5, -0.2, 1.0]])
+    m = topk_mask(d, 3)
+    assert m.dtype == torch.bool and m.shape == d.shape
+    assert m.sum() == 3
+    ref = torch.zeros(6, dtype=torch.bool)
+    ref[torch.argsort(d.abs().reshape(-1), descending=True)[:3]] = True
+    assert torch.equal(m.reshape(-1), ref)
+
+
+def test_per_tensor_projection_resets_rest_to_base() -> None:
+    model = _net()
+    base = snapshot_base(model)
+    _perturb(model)
+    dense = {n: p.detach().clone() for n, p in model.named_parameters()}
+    fr = sparse_project_(model, base, 0.25)
+    for name, p in model.named_parameters():
+        k = int(0.25 * p.numel())
+        delta = dense[name] - base[name]
+        keep = topk_mask(delta, k)
+        assert torch.equal(p[~keep], base[name][~keep])  # outside the mask exactly base
+        assert torch.equal(p[keep], dense[name][keep])  # inside the mask the dense value
+        assert fr[name] <= 0.25 + 1e-12
+    assert changed_fraction(model, base) == fr
+
+
+def test_global_scope_keeps_alpha_n_entries() -> None:
+    model = _net()
+    base = snapshot_base(model)
+    _perturb(model)
+    sparse_project_(model, base, 0.1, scope="global")
+    n = sum(p.numel() for p in model.parameters())
+    changed = sum(int((p != base[name]).sum()) for name, p in model.named_parameters())
+    assert changed == int(0.1 * n)
+
+
+def test_alpha_one_is_identity_and_small_alpha_resets_everything() -> None:
+    model = _net()
+    base = snapshot_base(model)
+    _perturb(model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    sparse_project_(model, base, 1.0)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+    sparse_project_(model, base, 1e-9)
+    assert all(torch.equal(p, base[n]) for n, p in model.named_parameters())
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    alpha=st.floats(0.01, 1.0), seed=st.integers(0, 10_000), scope=st.sampled_from(["per_tensor", "global"])
+)
+def test_projection_property(alpha: float, seed: int, scope: str) -> None:
+    torch.manual_seed(seed)
+    model = nn.Linear(5, 4)
+    base = snapshot_base(model)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape))
+    sparse_project_(model, base, alpha, scope=scope)  # type: ignore[arg-type]
+    n_total = sum(p.numel() for p in model.parameters())
+    changed = sum(int((p != base[n]).sum()) for n, p in model.named_parameters())
+    if scope == "global":
+        assert changed <= int(alpha * n_total)
+    else:
+        for n, p in model.named_parameters():
+            assert int((p != base[n]).sum()) <= int(alpha * p.numel())
+    again = {n: p.detach().clone() for n, p in model.named_parameters()}
+    sparse_project_(model, base, alpha, scope=scope)  # type: ignore[arg-type]
+    assert all(torch.equal(p, again[n]) for n, p in model.named_parameters())  # idempotent
+
+
+def test_selekt_hook_in_fit_projects_every_m_steps() -> None:
+    model = _net()
+    base = snapshot_base(model)
+    x = torch.randn(32, 6)
+    y = torch.randn(32, 3)
+    proj = SeleKT(base, alpha=0.2, period_steps=3)
+
+    def loss_fn(m: nn.Module, batch: tuple[torch.Tensor, ...], _g: torch.Generator) -> torch.Tensor:
+        return ((m(batch[0]) - batch[1]) ** 2).mean()
+
+    hist = fit(model, loss_fn, (x, y), FitConfig(steps=9, batch_size=8, lr=0.05), post_step=proj)
+    assert proj.n_projections == 3  # steps 3, 6, 9
+    assert max(changed_fraction(model, base).values()) <= 0.2
+    assert hist.train_loss[-1] < hist.train_loss[0]
+
+
+def test_bad_input_raises() -> None:
+    model = _net()
+    base = snapshot_base(model)
+    with pytest.raises(ValueError, match="alpha"):
+        sparse_project_(model, base, 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        SeleKT(base, alpha=1.5)
+    with pytest.raises(ValueError, match="period_steps"):
+        SeleKT(base, alpha=0.1, period_steps=0)
+    with pytest.raises(ValueError, match="scope"):
+        sparse_project_(model, base, 0.1, scope="rows")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="shape"):
+        sparse_project_(model, {"0.weight": torch.zeros(2, 2)}, 0.1)
+    with pytest.raises(ValueError, match="base_state"):
+        sparse_project_(model, {}, 0.1)
+    with pytest.raises(TypeError, match="floating"):
+        topk_mask(torch.ones(3, dtype=torch.long), 1)
+    with pytest.raises(ValueError, match="finite"):
+        topk_mask(torch.tensor([1.0, float("nan")]), 1)
+    with pytest.raises(ValueError, match="empty"):
+        topk_mask(torch.ones(0), 0)
+    with pytest.raises(ValueError, match="steps"):
+        FinetuneConfig(steps=0)
+    with pytest.raises(ValueError, match="method"):
+        FinetuneConfig(method="dora")  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def seeds():  # type: ignore[no-untyped-def]
+    return make_seed_functions(MODULES, max_lines=8)
+
+
+def test_seed_functions_are_pure_and_tested(seeds) -> None:  # type: ignore[no-untyped-def]
+    found = find_seed_functions(MODULES, max_lines=8)
+    assert any(q == "calendar.isleap" for q, _, _ in found)
+    assert len(seeds) >= 4
+    for sf in seeds:
+        assert '"""' not in sf.source  # docstrings stripped
+        assert len(sf.tests) == 6
+        assert run_tests([sf.source], sf.name, sf.tests) == [True]
+
+
+def test_bug_mutation_is_caught_and_rename_preserves_behaviour() -> None:
+    source = "def isleap(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)"
+    tests = generate_tests(source, "isleap", seed=0)
+    assert tests is not None
+    rng = random.Random(0)
+    caught = 0
+    for _ in range(10):
+        mutated = mutate_bug(source, rng)
+        assert mutated is not None and mutated[0] != source
+        caught += not run_tests([mutated[0]], "isleap", tests)[0]
+    assert caught >= 5
+    renamed = rename_variables(source, rng)
+    assert renamed is not None
+    code, mapping = renamed
+    assert "year" not in code and set(mapping.values()) == {"year"}
+    assert run_tests([code], "isleap", tests) == [True]
+
+
+def test_edit_dataset_is_verified(seeds) -> None:  # type: ignore[no-untyped-def]
+    samples = build_edit_dataset(seeds, edits_per_function=2, seed=0)
+    assert samples
+    assert {s.category for s in samples} <= {"bug_fix", "rename"}
+    for s in samples[:4]:
+        assert s.instruction_source == "template"
+        assert s.instruction and s.original != s.edited
+        assert edit_success(s, edit_target(s))  # the reference edit passes
+        assert not edit_success(s, s.original)  # leaving the code unchanged fails
+
+
+def test_llm_path_uses_chat_model(seeds) -> None:  # type: ignore[no-untyped-def]
+    from icml25.llm.chat import ScriptedChatModel
+
+    chat = ScriptedChatModel(lambda m, c, i: "Please fix it.")
+    samples = build_edit_dataset(seeds[:2], edits_per_function=1, chat=chat, seed=0)
+    assert samples and all(
+        s.instruction == "Please fix it." and s.instruction_source == "llm" for s in samples
+    )
+    assert chat.calls
+
+
+def test_template_instruction_styles() -> None:
+    texts = {template_instruction("bug_fix", s, "f", "line 2") for s in ("detailed", "concise", "human")}
+    assert len(texts) == 3
+    with pytest.raises(ValueError, match="style"):
+        template_instruction("bug_fix", "poem", "f", "x")
+
+
+def _tiny_llama() -> nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=257,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+        eos_token_id=256,
+        pad_token_id=256,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg)
+
+
+def test_encode_pairs_masks_prompt(seeds) -> None:  # type: ignore[no-untyped-def]
+    samples = build_edit_dataset(seeds[:2], edits_per_function=1, seed=0)
+    codec = ChatCodec(None)
+    ids, labels, attn = encode_pairs(
+        codec, [edit_messages(s) for s in samples], [edit_target(s) for s in samples], 400
+    )
+    assert ids.shape == labels.shape == attn.shape and ids.dtype == torch.long
+    target = codec.encode(edit_target(samples[0])) + [256]
+    row = labels[0][labels[0] != -100].tolist()
+    assert row == target[: len(row)]
+
+
+@pytest.mark.parametrize("method", ["selekt", "sft", "lora", "sft_then_project"])
+def test_finetune_methods_on_tiny_llama(method: str) -> None:
+    model = _tiny_llama()
+    codec = ChatCodec(None)
+    msgs = [[{"role": "user", "content": f"say {i}"}] for i in range(4)]
+    data = encode_pairs(codec, msgs, [f"ok {i}" for i in range(4)], 64)
+    cfg = FinetuneConfig(method=method, steps=6, batch_size=2, lr=1e-2, alpha=0.1, period_steps=2, lora_r=2)  # type: ignore[arg-type]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    res = finetune(model, data, cfg, seed=0)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # input untouched
+    assert res.history.train_loss[-1] < res.history.train_loss[0]
+    if method in ("selekt", "sft_then_project"):
+        assert max(v for k, v in res.changed.items() if k != "__total__") <= 0.1
+        assert res.n_projections == (4 if method == "selekt" else 1)
+    else:
+        assert res.changed_total > 0.1
+
+
+def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.core.results import ResultStore
+    from icml25.language.selekt.check import CHECK
+
+    result = CHECK.run("tiny", store=ResultStore(tmp_path))
+    assert "inconclusive" in str(result.verdict)
+    metrics = result.to_json()
+    assert metrics
+
+
+def test_full_preset_constructs() -> None:
+    from icml25.language.selekt.check import CHECK
+
+    cfg = CHECK.config("full")
+    assert cfg.model == "smollm2-135m-instruct" and cfg.alpha == 0.05 and cfg.instructions == "llm"
+    FinetuneConfig(
+        method="selekt", steps=cfg.steps, lr=cfg.lrs[0], alpha=cfg.alpha, period_steps=cfg.period_steps
+    )
