@@ -2179,6 +2179,90 @@ def _selekt() -> list[Case]:
     ]
 
 
+def _isotropic_merging() -> list[Case]:
+    from icml25.language.isotropic_merging import (
+        apply_merge,
+        make_task,
+        mean_sar,
+        merge_iso_c,
+        merge_iso_cts,
+        merge_task_arithmetic,
+        merge_ties,
+        subspace_alignment_ratio,
+        task_vectors,
+    )
+
+    s = "isotropic_merging"
+    tv = {"w": torch.ones(3, 2), "b": torch.ones(3)}
+    return [
+        Case(
+            s,
+            "shape",
+            "task vectors of different shapes",
+            lambda: merge_iso_c([tv, {"w": torch.ones(2, 2), "b": torch.ones(3)}]),
+            "task_vecs",
+        ),
+        Case(
+            s,
+            "shape",
+            "SAR on 1-D tensors",
+            lambda: subspace_alignment_ratio(torch.ones(3), torch.ones(3)),
+            "task_matrix",
+        ),
+        Case(
+            s,
+            "shape",
+            "apply_merge shape mismatch",
+            lambda: apply_merge({"w": torch.ones(2)}, {"w": torch.ones(3)}, 1.0),
+            "merged",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "NaN in a task vector",
+            lambda: merge_iso_cts([{"w": torch.full((2, 2), NAN)}]),
+            "task_vecs",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "inf in merged matrix",
+            lambda: subspace_alignment_ratio(torch.ones(2, 2), torch.full((2, 2), float("inf"))),
+            "merged_matrix",
+        ),
+        Case(s, "nonfinite", "NaN alpha", lambda: apply_merge(tv, tv, NAN), "alpha"),
+        Case(s, "empty", "no task vectors", lambda: merge_task_arithmetic([]), "task_vecs"),
+        Case(s, "empty", "no fine-tuned checkpoints", lambda: task_vectors(tv, []), "finetuned"),
+        Case(s, "empty", "empty state dict", lambda: merge_ties([{}]), "task_vecs"),
+        Case(
+            s,
+            "dtype",
+            "integer task matrix for SAR",
+            lambda: subspace_alignment_ratio(torch.ones(2, 2, dtype=torch.long), torch.ones(2, 2)),
+            "task_matrix",
+        ),
+        Case(s, "dtype", "task vectors not a sequence", lambda: merge_iso_c(tv), "task_vecs"),
+        Case(
+            s,
+            "dtype",
+            "integer task-vector entry",
+            lambda: mean_sar(
+                [{"w": torch.ones(2, 2, dtype=torch.long)}, {"w": torch.ones(2, 2, dtype=torch.long)}], tv
+            ),
+            "task_vecs",
+        ),
+        Case(s, "size", "TIES density 0", lambda: merge_ties([tv], density=0.0), "density"),
+        Case(
+            s,
+            "size",
+            "Iso-CTS fraction 0",
+            lambda: merge_iso_cts([tv], common_space_fraction=0.0),
+            "common_space_fraction",
+        ),
+        Case(s, "size", "zero training examples", lambda: make_task("object", 0, 4, 4), "n_train"),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2210,6 +2294,7 @@ CASES: list[Case] = [
     *_pinnsagent(),
     *_l_diffusion(),
     *_selekt(),
+    *_isotropic_merging(),
 ]
 
 

@@ -897,8 +897,13 @@ PAPERS: tuple[Paper, ...] = (
             "subspaces (Iso-CTS) gives higher normalised accuracy than Task Arithmetic and TIES when "
             "merging 8-20 fine-tuned ViTs (95.6% vs 80.7%)."
         ),
-        baseline="Task Arithmetic (and TIES) merging",
-        tags=("stochastic", "gpu", "simulated"),
+        baseline=(
+            "task arithmetic and TIES (and weight averaging), the same merge-coefficient grid chosen on "
+            "validation for every merge"
+        ),
+        tags=("stochastic", "llm", "simulated"),
+        status="checked",
+        extra="language",
     ),
     Paper(
         slug="epicoder",

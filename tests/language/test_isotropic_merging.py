@@ -1,0 +1,253 @@
+"""Tests for isotropic model merging (No Task Left Behind: Isotropic Model Merging with Common and
+Task-Specific Subspaces, arXiv 2502.04959): the merge rules against naive references, SAR, task
+vectors from state dicts and Hugging Face folders, the generated tasks, and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.language.isotropic_merging import (
+    LabelCodec,
+    apply_merge,
+    encode_task,
+    finetune_subset,
+    label_accuracy,
+    make_task,
+    mean_sar,
+    merge_average,
+    merge_iso_c,
+    merge_iso_cts,
+    merge_task_arithmetic,
+    merge_ties,
+    normalized_accuracy,
+    subspace_alignment_ratio,
+    task_vectors,
+    trainable_matrix_names,
+)
+
+
+def _tvs(n_tasks: int = 3, m: int = 12, n: int = 8, seed: int = 0) -> list[dict[str, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    return [
+        {
+            "w": torch.randn(m, n, generator=g),
+            "b": torch.randn(m, generator=g),
+            "v": torch.randn(n, m, generator=g),
+        }
+        for _ in range(n_tasks)
+    ]
+
+
+def _tiny_llama() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=257,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def test_task_arithmetic_and_average_are_sum_and_mean() -> None:
+    tvs = _tvs()
+    ta, avg = merge_task_arithmetic(tvs), merge_average(tvs)
+    for k in tvs[0]:
+        assert torch.allclose(ta[k], tvs[0][k] + tvs[1][k] + tvs[2][k])
+        assert torch.allclose(avg[k], ta[k] / 3)
+
+
+def test_iso_c_flattens_spectrum_to_mean_and_averages_vectors() -> None:
+    tvs = _tvs()
+    out = merge_iso_c(tvs)
+    m = sum(tv["w"] for tv in tvs)
+    s_ref = torch.linalg.svdvals(m.double())
+    s_out = torch.linalg.svdvals(out["w"].double())
+    assert torch.allclose(s_out, torch.full_like(s_out, float(s_ref.mean())), atol=1e-5)
+    # same singular subspaces as the sum: U Uᵀ of the output equals that of the sum
+    u_ref = torch.linalg.svd(m.double(), full_matrices=False)[0]
+    u_out = torch.linalg.svd(out["w"].double(), full_matrices=False)[0]
+    assert torch.allclose(u_ref @ u_ref.T, u_out @ u_out.T, atol=1e-6)
+    assert torch.allclose(out["b"], (tvs[0]["b"] + tvs[1]["b"] + tvs[2]["b"]) / 3)
+
+
+def test_iso_c_exclude_averages_the_excluded_matrix() -> None:
+    tvs = _tvs()
+    out = merge_iso_c(tvs, exclude=("v",))
+    assert torch.allclose(out["v"], merge_average(tvs)["v"])
+
+
+def test_iso_cts_with_full_common_space_is_iso_c() -> None:
+    tvs = _tvs()
+    a, b = merge_iso_cts(tvs, common_space_fraction=1.0), merge_iso_c(tvs)
+    for k in tvs[0]:
+        assert torch.allclose(a[k], b[k], atol=1e-5)
+
+
+def test_iso_cts_is_isotropic_and_full_rank_and_differs_from_iso_c() -> None:
+    tvs = _tvs(n_tasks=4, m=20, n=16)
+    out = merge_iso_cts(tvs, common_space_fraction=0.5)
+    s = torch.linalg.svdvals(out["w"].double())
+    assert s.shape[0] == 16
+    assert torch.allclose(s, torch.full_like(s, float(s[0])), atol=1e-5)
+    assert not torch.allclose(out["w"], merge_iso_c(tvs)["w"], atol=1e-3)
+
+
+def test_iso_cts_task_specific_directions_cover_each_task() -> None:
+    # Tasks living in disjoint coordinate blocks, one dominant: Iso-CTS keeps some of every task.
+    m = torch.zeros(8, 8)
+    tvs = []
+    for t in range(4):
+        d = m.clone()
+        d[2 * t : 2 * t + 2, 2 * t : 2 * t + 2] = torch.eye(2) * (10.0 if t == 0 else 1.0)
+        tvs.append({"w": d})
+    out = merge_iso_cts(tvs, common_space_fraction=0.5)
+    sars = mean_sar(tvs, out, energy=0.99)
+    assert min(sars) > 0.9
+
+
+def test_ties_matches_naive_reference() -> None:
+    tvs = [{"w": torch.tensor([[3.0, -1.0], [0.5, 2.0]])}, {"w": torch.tensor([[-1.5, -4.0], [0.2, 1.0]])}]
+    out = merge_ties(tvs, density=0.5)["w"]
+    # task 0 keeps 3, 2; task 1 keeps -1.5, -4. Elected signs: +, -, 0, +.
+    expected = torch.tensor([[3.0, -4.0], [0.0, 2.0]])
+    assert torch.allclose(out, expected)
+    full = merge_ties(tvs[:1], density=1.0)["w"]
+    assert torch.allclose(full, tvs[0]["w"])
+
+
+def test_sar_special_cases_and_mean_sar_agrees() -> None:
+    g = torch.Generator().manual_seed(3)
+    d = torch.randn(10, 6, generator=g)
+    assert subspace_alignment_ratio(d, d, energy=1.0) == pytest.approx(1.0, abs=1e-9)
+    a = torch.zeros(4, 4)
+    a[0, 0] = 1.0
+    b = torch.zeros(4, 4)
+    b[1, 1] = 1.0
+    assert subspace_alignment_ratio(a, b) == pytest.approx(0.0)
+    assert math.isnan(subspace_alignment_ratio(torch.zeros(4, 4), b))
+    tvs = _tvs()
+    merged = merge_task_arithmetic(tvs)
+    per = mean_sar(tvs, merged)
+    ref = [
+        (subspace_alignment_ratio(tv["w"], merged["w"]) + subspace_alignment_ratio(tv["v"], merged["v"])) / 2
+        for tv in tvs
+    ]
+    assert per == pytest.approx(ref, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n_tasks=st.integers(1, 4),
+    m=st.integers(2, 9),
+    n=st.integers(2, 9),
+    seed=st.integers(0, 10_000),
+    f=st.floats(0.1, 1.0),
+)
+def test_isotropic_merges_property(n_tasks: int, m: int, n: int, seed: int, f: float) -> None:
+    tvs = _tvs(n_tasks, m, n, seed)
+    for out in (merge_iso_c(tvs), merge_iso_cts(tvs, common_space_fraction=f)):
+        s = torch.linalg.svdvals(out["w"].double())
+        assert torch.isfinite(s).all()
+        assert float(s.max() - s.min()) <= 1e-4 * max(1.0, float(s.max()))
+    # task order does not matter for the sum-based Iso-C
+    a, b = merge_iso_c(tvs), merge_iso_c(tvs[::-1])
+    assert torch.allclose(a["w"], b["w"], atol=1e-4)
+
+
+def test_task_vectors_from_state_dicts_and_hf_folder(tmp_path) -> None:
+    base = _tiny_llama()
+    ft = _tiny_llama()
+    with torch.no_grad():
+        ft.model.layers[0].self_attn.q_proj.weight.add_(0.5)
+    ft.save_pretrained(tmp_path / "ft")
+    names = trainable_matrix_names(base, [0])
+    tv_sd = task_vectors(base.state_dict(), [ft.state_dict()], keys=names)
+    tv_dir = task_vectors(base.state_dict(), [tmp_path / "ft"], keys=names)
+    for k in names:
+        assert torch.allclose(tv_sd[0][k], tv_dir[0][k])
+    assert torch.allclose(
+        tv_sd[0]["model.layers.0.self_attn.q_proj.weight"], torch.full((16, 16), 0.5), atol=1e-6
+    )
+    merged = apply_merge(base.state_dict(), merge_iso_c(tv_sd), alpha=0.0)
+    assert torch.equal(
+        merged["model.layers.0.self_attn.q_proj.weight"],
+        base.state_dict()["model.layers.0.self_attn.q_proj.weight"],
+    )
+
+
+def test_tasks_codec_and_finetune_subset_touch_only_named_weights() -> None:
+    t1, t2 = make_task("object", 10, 4, 6, seed=1), make_task("object", 10, 4, 6, seed=1)
+    assert t1 == t2 and len(t1.train) == 10 and len(t1.test) == 6
+    assert not set(t1.train) & set(t1.test)
+    codec = LabelCodec(None)
+    ids = codec.label_ids(t1.labels)
+    model = _tiny_llama()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    data = encode_task(codec, t1.train, t1.labels)
+    names = trainable_matrix_names(model, [-1])
+    weights, losses = finetune_subset(model, data, ids, names, steps=3, lr=1e-2, batch_size=4)
+    assert set(weights) == set(names) and len(losses) == 3
+    assert any(not torch.equal(weights[n], before[n]) for n in names)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+    acc = label_accuracy(model, encode_task(codec, t1.test, t1.labels), ids)
+    assert 0.0 <= acc <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: merge_iso_c([]), ValueError, "at least one"),
+        (lambda: merge_iso_c([{"w": torch.tensor([[math.nan]])}]), ValueError, "NaN"),
+        (lambda: merge_ties(_tvs(), density=0.0), ValueError, "density"),
+        (lambda: merge_iso_cts(_tvs(), common_space_fraction=1.5), ValueError, "common_space_fraction"),
+        (
+            lambda: merge_task_arithmetic([{"w": torch.ones(2, 2)}, {"w": torch.ones(3, 2)}]),
+            ValueError,
+            "shape",
+        ),
+        (lambda: subspace_alignment_ratio(torch.ones(3), torch.ones(3)), ValueError, "2-D"),
+        (
+            lambda: subspace_alignment_ratio(torch.ones(2, 2, dtype=torch.long), torch.ones(2, 2)),
+            TypeError,
+            "floating",
+        ),
+        (lambda: make_task("object", 0, 1, 1), ValueError, "n_train"),
+        (lambda: make_task("nope", 1, 1, 1), ValueError, "name"),
+        (lambda: normalized_accuracy(1.5, 0.5), ValueError, "merged_acc"),
+        (lambda: apply_merge({"w": torch.ones(2)}, {"w": torch.ones(3)}, 1.0), ValueError, "shape"),
+        (lambda: task_vectors({"w": torch.ones(2)}, []), ValueError, "at least one"),
+    ],
+)
+def test_bad_input(call, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_tiny_check_runs(tmp_path) -> None:
+    from icml25.core.results import ResultStore
+    from icml25.language.isotropic_merging.check import CHECK
+
+    result = CHECK.run("tiny", store=ResultStore(tmp_path))
+    assert "inconclusive" in str(result.verdict)
+    assert result.to_json()
+
+
+def test_full_config_constructs() -> None:
+    from icml25.language.isotropic_merging.check import CHECK
+
+    cfg = CHECK.config("full")
+    assert cfg.n_train_layers == 30 and len(cfg.alphas) == 30
