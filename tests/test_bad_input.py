@@ -2263,6 +2263,99 @@ def _isotropic_merging() -> list[Case]:
     ]
 
 
+def _csbm() -> list[Case]:
+    from icml25.generative.csbm import (
+        CategoricalReference,
+        EndpointNet,
+        ReferenceConfig,
+        energy_distance,
+        one_step_matrix,
+        sinkhorn_coupling,
+        tabular_dimf,
+    )
+
+    slug = "csbm"
+    ref = CategoricalReference(ReferenceConfig(n_states=5, alpha=0.2, n_steps=2, skip=1))
+    net = EndpointNet(2, 5, ref.N + 2)
+    x = torch.zeros(3, 2, dtype=torch.long)
+    return [
+        Case(
+            slug, "shape", "bridge_probs mismatched ends", lambda: ref.bridge_probs(x, x[:, :1], 1), "x_start"
+        ),
+        Case(
+            slug, "shape", "EndpointNet 1-D input", lambda: net(x[0], torch.zeros(2, dtype=torch.long)), "x_t"
+        ),
+        Case(
+            slug,
+            "shape",
+            "sinkhorn_coupling wrong marginal size",
+            lambda: sinkhorn_coupling(ref.Q, torch.ones(4), torch.ones(5)),
+            "p_start",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "sinkhorn_coupling NaN kernel",
+            lambda: sinkhorn_coupling(torch.full((5, 5), NAN), torch.ones(5), torch.ones(5)),
+            "kernel",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "energy_distance NaN sample",
+            lambda: energy_distance(torch.full((3, 2), NAN), torch.ones(3, 2)),
+            "a",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "tabular_dimf inf marginal",
+            lambda: tabular_dimf(ref, torch.full((5,), float("inf")), torch.ones(5), 2),
+            "p_start",
+        ),
+        Case(slug, "empty", "bridge_probs no states", lambda: ref.bridge_probs(x[:0], x[:0], 1), "x_start"),
+        Case(
+            slug,
+            "empty",
+            "energy_distance empty sample",
+            lambda: energy_distance(torch.ones(0, 2), torch.ones(3, 2)),
+            "a",
+        ),
+        Case(
+            slug, "dtype", "bridge_probs float states", lambda: ref.bridge_probs(x.double(), x, 1), "x_start"
+        ),
+        Case(
+            slug,
+            "dtype",
+            "EndpointNet float input",
+            lambda: net(x.float(), torch.zeros(3, dtype=torch.long)),
+            "x_t",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "sinkhorn_coupling integer kernel",
+            lambda: sinkhorn_coupling(torch.ones(5, 5, dtype=torch.long), torch.ones(5), torch.ones(5)),
+            "kernel",
+        ),
+        Case(
+            slug,
+            "size",
+            "one_step_matrix zero states",
+            lambda: one_step_matrix("gaussian", 0, 0.1),
+            "n_states",
+        ),
+        Case(slug, "size", "ReferenceConfig zero steps", lambda: ReferenceConfig(n_steps=0), "n_steps"),
+        Case(
+            slug,
+            "size",
+            "tabular_dimf zero iterations",
+            lambda: tabular_dimf(ref, torch.ones(5), torch.ones(5), 0),
+            "n_iterations",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2295,6 +2388,7 @@ CASES: list[Case] = [
     *_l_diffusion(),
     *_selekt(),
     *_isotropic_merging(),
+    *_csbm(),
 ]
 
 

@@ -880,8 +880,13 @@ PAPERS: tuple[Paper, ...] = (
             "discrete spaces, and learned CSBM beats continuous-space SB methods (ASBM) on CelebA latent "
             "translation in FID, CMMD and LPIPS."
         ),
-        baseline="single bridge-matching pass from the independent coupling; ASBM",
-        tags=("stochastic", "gpu", "slow"),
+        baseline=(
+            "one bridge-matching pass from the independent coupling (D-IMF round 1); a continuous-space "
+            "entropic-OT Schrodinger bridge (POT Sinkhorn, plan-conditional sampling)"
+        ),
+        tags=("stochastic",),
+        status="checked",
+        extra="generative",
     ),
     Paper(
         slug="isotropic_merging",

@@ -1,0 +1,247 @@
+"""Tests for icml25.generative.csbm (Categorical Schrödinger Bridge Matching, arXiv 2502.01416)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.generative.csbm import (
+    CategoricalReference,
+    DIMFConfig,
+    EndpointNet,
+    NetConfig,
+    ReferenceConfig,
+    coupling_kl,
+    csbm_loss,
+    energy_distance,
+    markovian_projection,
+    one_step_matrix,
+    sample_chain,
+    sb_conditional_2d,
+    sinkhorn_coupling,
+    tabular_dimf,
+    train_dimf,
+)
+
+
+def _ref(
+    kind: str = "gaussian", s: int = 4, alpha: float = 0.3, n: int = 2, skip: int = 1
+) -> CategoricalReference:
+    return CategoricalReference(ReferenceConfig(kind=kind, n_states=s, alpha=alpha, n_steps=n, skip=skip))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind,alpha", [("uniform", 0.2), ("gaussian", 0.1), ("gaussian", 0.5)])
+def test_one_step_matrix_row_stochastic_and_symmetric(kind: str, alpha: float) -> None:
+    q = one_step_matrix(kind, 7, alpha)
+    assert q.dtype == torch.float64 and q.shape == (7, 7)
+    assert torch.allclose(q.sum(1), torch.ones(7, dtype=torch.float64), atol=1e-12)
+    assert (q >= 0).all()
+    assert torch.allclose(q, q.T, atol=1e-15)
+
+
+def test_cumulative_matrices_are_powers() -> None:
+    ref = _ref(s=5, n=3, skip=2)
+    base = one_step_matrix("gaussian", 5, 0.3)
+    assert torch.allclose(ref.Q, base @ base)
+    for t in range(ref.N + 2):
+        assert torch.allclose(ref.Qbar[t], torch.linalg.matrix_power(ref.Q, t))
+
+
+def test_bridge_matches_brute_force_enumeration() -> None:
+    ref = _ref(s=4, n=2)
+    q = ref.Q
+    for x0, x3 in itertools.product(range(4), repeat=2):
+        joint = torch.zeros(4, 4, dtype=torch.float64)  # (x1, x2)
+        for x1, x2 in itertools.product(range(4), repeat=2):
+            joint[x1, x2] = q[x0, x1] * q[x1, x2] * q[x2, x3]
+        joint /= joint.sum()
+        a, b = torch.tensor([[x0]]), torch.tensor([[x3]])
+        assert torch.allclose(ref.bridge_probs(a, b, 1)[0, 0], joint.sum(1), atol=1e-12)
+        assert torch.allclose(ref.bridge_probs(a, b, 2)[0, 0], joint.sum(0), atol=1e-12)
+        assert torch.allclose(ref.bridge_probs(a, b, 0)[0, 0], torch.eye(4, dtype=torch.float64)[x0])
+
+
+def test_posterior_is_bayes_rule() -> None:
+    ref = _ref(kind="uniform", s=5, alpha=0.3, n=3)
+    for t in range(1, ref.N + 2):
+        for x0, xt in itertools.product(range(5), repeat=2):
+            bayes = ref.Q[:, xt] * ref.Qbar[t - 1][x0] / ref.Qbar[t][x0, xt]
+            got = ref.posterior_probs(torch.tensor([[xt]]), torch.tensor([[x0]]), torch.tensor([t]))[0, 0]
+            assert torch.allclose(got, bayes, atol=1e-12)
+            onehot = torch.eye(5, dtype=torch.float64)[x0][None, None]
+            step = ref.model_step_probs(torch.tensor([[xt]]), onehot, torch.tensor([t]))[0, 0]
+            assert torch.allclose(step, bayes, atol=1e-12)
+
+
+def test_bridge_sampling_frequencies() -> None:
+    ref = _ref(s=4, n=2, alpha=0.5)
+    n = 40_000
+    x0, x1 = torch.zeros(n, 1, dtype=torch.long), torch.full((n, 1), 3)
+    xs = ref.sample_bridge(x0, x1, 1, torch.Generator().manual_seed(0))
+    freq = torch.bincount(xs[:, 0], minlength=4).double() / n
+    assert torch.allclose(freq, ref.bridge_probs(x0[:1], x1[:1], 1)[0, 0], atol=0.01)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    kind=st.sampled_from(["uniform", "gaussian"]),
+    s=st.integers(2, 9),
+    n=st.integers(1, 4),
+    alpha=st.floats(0.05, 0.9),
+    data=st.data(),
+)
+def test_bridge_is_a_distribution_pinned_at_the_ends(
+    kind: str, s: int, n: int, alpha: float, data: st.DataObject
+) -> None:
+    ref = _ref(kind=kind, s=s, alpha=alpha, n=n)
+    x0 = torch.tensor(data.draw(st.lists(st.integers(0, s - 1), min_size=3, max_size=3)))[None]
+    x1 = torch.tensor(data.draw(st.lists(st.integers(0, s - 1), min_size=3, max_size=3)))[None]
+    for t in range(n + 2):
+        p = ref.bridge_probs(x0, x1, t)
+        assert torch.allclose(p.sum(-1), torch.ones(1, 3, dtype=torch.float64), atol=1e-9)
+    reachable = ref.Qbar[n + 1][x0, x1] > 1e-250  # otherwise the pair has probability ~0 under the reference
+    assert (ref.bridge_probs(x0, x1, n + 1).argmax(-1) == x1)[reachable].all()
+    assert (ref.bridge_probs(x0, x1, 0).argmax(-1) == x0)[reachable].all()
+
+
+def test_sinkhorn_matches_pot() -> None:
+    import ot
+
+    ref = _ref(s=12, n=4, alpha=0.2, skip=3)
+    a = torch.rand(12, generator=torch.Generator().manual_seed(1)).double() + 0.1
+    b = torch.arange(1, 13).double()
+    ours = sinkhorn_coupling(ref.Qbar[-1], a, b)
+    theirs = ot.sinkhorn(
+        (a / a.sum()).numpy(),
+        (b / b.sum()).numpy(),
+        -ref.Qbar[-1].log().numpy(),
+        1.0,
+        numItermax=100_000,
+        stopThr=1e-14,
+    )
+    assert np.abs(ours.numpy() - theirs).max() < 1e-9
+
+
+def test_tabular_dimf_converges_monotonically_and_keeps_marginals() -> None:
+    ref = _ref(s=20, n=5, alpha=0.1, skip=20)
+    p0 = torch.ones(20, dtype=torch.float64)
+    p1 = torch.arange(1, 21, dtype=torch.float64)
+    tr = tabular_dimf(ref, p0, p1, 15)
+    assert tr.kl[0] > 1e-3
+    assert all(b <= a + 1e-12 for a, b in zip(tr.kl[:-1], tr.kl[1:], strict=True))
+    assert tr.kl[-1] < 1e-6
+    assert max(tr.marginal_error) < 1e-10
+
+
+def test_sb_coupling_is_a_fixed_point_of_the_projections() -> None:
+    ref = _ref(kind="uniform", s=10, n=3, alpha=0.2, skip=2)
+    p0 = torch.linspace(1, 2, 10, dtype=torch.float64)
+    star = sinkhorn_coupling(ref.Qbar[-1], p0, p0.flip(0))
+    for d in ("forward", "backward"):
+        assert coupling_kl(star, markovian_projection(ref, star, d)) < 1e-12
+
+
+def test_sb_conditional_2d_matches_dense_sinkhorn() -> None:
+    ref = _ref(s=6, n=2, alpha=0.3, skip=2)
+    g = torch.Generator().manual_seed(0)
+    pa, pb = torch.rand(36, generator=g).double() + 0.1, torch.rand(36, generator=g).double() + 0.1
+    pi = sinkhorn_coupling(torch.kron(ref.Qbar[-1], ref.Qbar[-1]), pa, pb)
+    assert torch.allclose(sb_conditional_2d(ref.Qbar[-1], pa, pb), pi / pi.sum(0, keepdim=True), atol=1e-8)
+
+
+def test_network_loss_and_sampling() -> None:
+    torch.manual_seed(0)
+    ref = _ref(s=8, n=3, alpha=0.2, skip=2)
+    net = EndpointNet(3, 8, ref.N + 2, NetConfig(hidden=16, depth=1, time_dim=4))
+    x = torch.randint(0, 8, (5, 3))
+    t = torch.tensor([1, 2, 3, 4, 1])
+    assert net(x, t).shape == (5, 3, 8)
+    loss = csbm_loss(net, ref, x, torch.randint(0, 8, (5, 3)), torch.Generator().manual_seed(0))
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    y = sample_chain(net, ref, x, torch.Generator().manual_seed(0))
+    assert y.shape == x.shape and y.dtype == torch.long and int(y.min()) >= 0 and int(y.max()) < 8
+
+
+def test_learned_dimf_learns_a_shift() -> None:
+    """Target = source + 3 on a line: after training, translations land near the target marginal."""
+    ref = _ref(s=12, n=3, alpha=0.1, skip=2)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(0, 5, (512, 1), generator=g)
+    tgt = src + 6
+    res = train_dimf(
+        ref,
+        tgt,
+        src,
+        DIMFConfig(
+            iterations=2,
+            first_steps=60,
+            steps=10,
+            batch_size=32,
+            n_pairs=256,
+            lr=1e-2,
+            net=NetConfig(hidden=32, depth=1, time_dim=4),
+        ),
+    )
+    assert len(res.forward) == 2 and len(res.losses) == 2
+    out = sample_chain(res.forward[-1], ref, src[:200], g)
+    assert float((out >= 6).double().mean()) > 0.8
+
+
+def test_energy_distance_zero_on_same_sample_positive_otherwise() -> None:
+    a = torch.randn(50, 2, generator=torch.Generator().manual_seed(0)).double()
+    assert abs(energy_distance(a, a)) < 1e-12
+    assert energy_distance(a, a + 3) > 1.0
+
+
+@pytest.mark.parametrize(
+    "call,err",
+    [
+        (lambda: one_step_matrix("gaussian", 0, 0.1), ValueError),
+        (lambda: one_step_matrix("other", 5, 0.1), ValueError),
+        (lambda: ReferenceConfig(n_steps=0), ValueError),
+        (lambda: _ref().bridge_probs(torch.tensor([[0.5]]), torch.tensor([[1]]), 1), TypeError),
+        (lambda: _ref().bridge_probs(torch.tensor([[9]]), torch.tensor([[1]]), 1), ValueError),
+        (
+            lambda: _ref().bridge_probs(
+                torch.zeros(0, 1, dtype=torch.long), torch.zeros(0, 1, dtype=torch.long), 1
+            ),
+            ValueError,
+        ),
+        (
+            lambda: sinkhorn_coupling(torch.full((3, 3), float("nan")), torch.ones(3), torch.ones(3)),
+            ValueError,
+        ),
+        (lambda: tabular_dimf(_ref(), torch.ones(4), torch.ones(3), 2), ValueError),
+    ],
+)
+def test_bad_input(call, err) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(err):
+        call()
+
+
+def test_check_tiny_runs_and_passes_its_smoke_criteria() -> None:
+    from icml25.generative.csbm.check import CSBMCheck
+
+    result = CSBMCheck().run("tiny")
+    passed = {c.name: c.passed for c in result.criteria}
+    assert passed["tabular_converges"] is True
+    assert passed["tiny_runs"] is True
+
+
+def test_full_config_constructs_and_runs_one_step() -> None:
+    from icml25.generative.csbm.check import CSBMCheck
+
+    cfg = CSBMCheck().config("full")
+    ref = CategoricalReference(cfg.toy_reference)
+    net = EndpointNet(2, ref.S, ref.N + 2, cfg.toy_dimf.net)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.toy_dimf.lr)
+    x = torch.randint(0, ref.S, (cfg.toy_dimf.batch_size, 2))
+    loss = csbm_loss(net, ref, x, x.flip(0), weights=cfg.toy_dimf.loss)
+    loss.backward()
+    opt.step()
+    assert torch.isfinite(loss)
