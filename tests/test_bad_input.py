@@ -2356,6 +2356,92 @@ def _csbm() -> list[Case]:
     ]
 
 
+def _autoformulation() -> list[Case]:
+    from icml25.agents.autoformulation import (
+        AutoformulationMCTS,
+        Budget,
+        Formulation,
+        LLMRoles,
+        compile_formulation,
+        is_correct,
+        linear_form,
+        parse_section,
+        rank_priors,
+        synthetic_problems,
+    )
+    from icml25.llm.chat import ScriptedChatModel
+
+    roles = LLMRoles(ScriptedChatModel(lambda m, c, i: "none"))
+    return [
+        Case(
+            "autoformulation",
+            "empty",
+            "linear_form empty expression",
+            lambda: linear_form("", ("x",)),
+            "expr",
+        ),
+        Case(
+            "autoformulation",
+            "nonfinite",
+            "is_correct infinite reference",
+            lambda: is_correct(1.0, float("inf")),
+            "reference",
+        ),
+        Case(
+            "autoformulation",
+            "dtype",
+            "parse_section non-string text",
+            lambda: parse_section("objective", 3),  # type: ignore[arg-type]
+            "text",
+        ),
+        Case(
+            "autoformulation",
+            "dtype",
+            "compile_formulation not a Formulation",
+            lambda: compile_formulation("max: x"),  # type: ignore[arg-type]
+            "form",
+        ),
+        Case(
+            "autoformulation",
+            "empty",
+            "compile_formulation no variables",
+            lambda: compile_formulation(Formulation()),
+            "form",
+        ),
+        Case("autoformulation", "size", "synthetic_problems n=0", lambda: synthetic_problems(0), "n"),
+        Case("autoformulation", "size", "rank_priors k=0", lambda: rank_priors([[0]], 0), "k"),
+        Case("autoformulation", "empty", "rank_priors no orders", lambda: rank_priors([], 2), "orders"),
+        Case(
+            "autoformulation",
+            "shape",
+            "rank_priors order not a permutation",
+            lambda: rank_priors([[0, 0]], 2),
+            "order",
+        ),
+        Case(
+            "autoformulation",
+            "size",
+            "AutoformulationMCTS n_samples=0",
+            lambda: AutoformulationMCTS(roles, n_samples=0),
+            "n_samples",
+        ),
+        Case(
+            "autoformulation",
+            "empty",
+            "AutoformulationMCTS.search empty problem",
+            lambda: AutoformulationMCTS(roles).search("  ", Budget(8)),
+            "problem",
+        ),
+        Case(
+            "autoformulation",
+            "size",
+            "LLMRoles level_tokens=0",
+            lambda: LLMRoles(roles.model, level_tokens=0),
+            "level_tokens",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2389,6 +2475,7 @@ CASES: list[Case] = [
     *_selekt(),
     *_isotropic_merging(),
     *_csbm(),
+    *_autoformulation(),
 ]
 
 

@@ -341,8 +341,13 @@ PAPERS: tuple[Paper, ...] = (
             "symbolic equivalence pruning, formulates optimization problems more accurately (up to 92% on "
             "NL4OPT) than prior autoformulators and flat sampling."
         ),
-        baseline="flat best-of-N / self-consistency sampling at equal budget; prior LLM autoformulators",
+        baseline=(
+            "flat best-of-N sampling at an equal budget of LLM completions; MCTS without symbolic pruning; "
+            "MCTS with uniform priors"
+        ),
         tags=("stochastic", "llm", "simulated"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="multi_reward_policy_eval",

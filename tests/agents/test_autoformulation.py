@@ -1,0 +1,235 @@
+"""Tests for the autoformulation paper (arXiv 2411.01679): DSL, HiGHS solving, symbolic
+equivalence, priors, UCT, MCTS / flat search with a scripted chat model, data, and the tiny check."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml25.agents.autoformulation import (
+    AutoformulationMCTS,
+    Budget,
+    BudgetExhausted,
+    FlatSampler,
+    Formulation,
+    LLMRoles,
+    cluster_equivalent,
+    compile_formulation,
+    constraint_sets_equivalent,
+    is_correct,
+    linear_form,
+    load_problem_file,
+    objectives_equivalent,
+    parse_formulation_text,
+    parse_section,
+    rank_priors,
+    scripted_control_model,
+    solve,
+    synthetic_problems,
+    uct_score,
+)
+from icml25.llm.chat import ScriptedChatModel
+
+TEXT = """VARIABLES:
+x: integer
+y: integer
+OBJECTIVE:
+max: 30*x + 50*y
+EQUALITIES:
+none
+INEQUALITIES:
+2*x + 4*y <= 100
+x <= 30
+"""
+
+
+def _form(text: str = TEXT) -> Formulation:
+    return parse_formulation_text(text)
+
+
+def test_parse_and_solve_matches_brute_force() -> None:
+    form = _form()
+    assert form.complete and form.variables == (("x", "integer"), ("y", "integer"))
+    result = solve(compile_formulation(form))
+    brute = max(30 * x + 50 * y for x in range(60) for y in range(60) if 2 * x + 4 * y <= 100 and x <= 30)
+    assert result.optimal and result.value == pytest.approx(brute)
+    assert parse_formulation_text(form.to_text()) == form
+
+
+def test_linear_form_and_nonlinear_rejected() -> None:
+    coefs, const = linear_form("2*(x + 3) - y/4 + k", ("x", "y"), {"k": 1.5})
+    np.testing.assert_allclose(coefs, [2.0, -0.25])
+    assert const == pytest.approx(7.5)
+    for bad in ("x*y", "x/y", "z + 1", "__import__('os')", "x ** 2", ""):
+        with pytest.raises(ValueError):
+            linear_form(bad, ("x", "y"))
+
+
+def test_lenient_section_parsing() -> None:
+    assert parse_section("objective", "Maximize: 3x + 2*y  # profit") == ("max", "3*x + 2*y")
+    assert parse_section("inequalities", "none") == ()
+    assert parse_section("inequalities", "c1: x + y <= 4\nnot a constraint") == ("x + y <= 4",)
+    with pytest.raises(ValueError):
+        parse_section("variables", "nothing here")
+    with pytest.raises(ValueError):
+        parse_section("nope", "x")
+
+
+def test_infeasible_and_unbounded() -> None:
+    inf = dataclasses.replace(_form(), inequalities=("x >= 5", "x <= 3"))
+    assert solve(compile_formulation(inf)).status == "infeasible"
+    unb = dataclasses.replace(_form(), inequalities=("y <= 3",))
+    assert solve(compile_formulation(unb)).status in ("unbounded", "error")  # HiGHS may not classify a MILP
+
+
+def test_objective_equivalence_with_sense() -> None:
+    a = _form()
+    assert objectives_equivalent(a, dataclasses.replace(a, objective=("max", "50*y + 30*x")))
+    # same optimisers, opposite optimal value: kept apart because correctness is judged on the value
+    assert not objectives_equivalent(a, dataclasses.replace(a, objective=("min", "-(50*y + 30*x)")))
+    assert objectives_equivalent(a, dataclasses.replace(a, objective=("max", "(60*x + 100*y)/2 + 0*x")))
+    assert not objectives_equivalent(a, dataclasses.replace(a, objective=("min", "30*x + 50*y")))
+
+
+def test_constraint_equivalence_is_set_equality() -> None:
+    a = _form()
+    scaled = dataclasses.replace(a, inequalities=("30 >= x", "4*x + 8*y - 200 <= 0"))
+    assert constraint_sets_equivalent(a, scaled)
+    assert not constraint_sets_equivalent(a, dataclasses.replace(a, inequalities=("2*x + 4*y <= 100",)))
+    # a redundant extra row does not change the set
+    extra = dataclasses.replace(a, inequalities=(*a.inequalities, "x + 2*y <= 60"))
+    assert constraint_sets_equivalent(a, extra)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.integers(1, 9), min_size=2, max_size=2),
+    st.integers(10, 60),
+    st.integers(1, 5),
+    st.booleans(),
+)
+def test_equivalent_rewrites_keep_optimum(coefs: list[int], cap: int, factor: int, flip: bool) -> None:
+    """Property: rewrites the pruning merges never change the optimal value (no false merge)."""
+    a = Formulation(
+        (("x", "continuous"), ("y", "continuous")),
+        (),
+        ("max", "3*x + 2*y"),
+        (),
+        (f"{coefs[0]}*x + {coefs[1]}*y <= {cap}",),
+    )
+    row = (
+        f"{factor}*({cap}) >= {factor}*({coefs[0]}*x + {coefs[1]}*y)"
+        if flip
+        else f"{coefs[0]}*x + {coefs[1]}*y - {cap} <= 0"
+    )
+    b = dataclasses.replace(a, inequalities=(row,))
+    assert constraint_sets_equivalent(a, b)
+    assert solve(compile_formulation(a)).value == pytest.approx(solve(compile_formulation(b)).value)
+
+
+def test_cluster_equivalent_greedy() -> None:
+    groups = cluster_equivalent([1, 3, 2, 5, 4], lambda a, b: a % 2 == b % 2)
+    assert groups == [[0, 1, 3], [2, 4]]
+
+
+def test_rank_priors_and_uct() -> None:
+    priors = rank_priors([[2, 0, 1], [2, 1, 0]], 3)
+    assert (
+        priors[2] == pytest.approx(0.75)
+        and priors[0] == pytest.approx(0.5)
+        and priors[1] == pytest.approx(0.25)
+    )
+    with pytest.raises(ValueError):
+        rank_priors([[0, 0, 1]], 3)
+    assert uct_score(0.7, 0.0, 0, 1) == pytest.approx(0.7)
+    assert uct_score(0.5, 1.0, 2, 4, lam=0.5, w_exp=1.0) == pytest.approx(
+        0.25 + 0.25 + np.sqrt(np.log(4) / 2)
+    )
+
+
+def test_budget_accounting() -> None:
+    b = Budget(10)
+    b.charge("formulate", 8)
+    with pytest.raises(BudgetExhausted):
+        b.charge("rank", 3)
+    assert (b.requests, b.completions, b.by_role) == (1, 8, {"formulate": 8})
+
+
+def test_search_with_perfect_scripted_model_finds_optimum() -> None:
+    problems = synthetic_problems(6, seed=3)
+    model = scripted_control_model(problems, epsilon=0.0, judge_noise=0.0, seed=0)
+    for p in problems[:3]:
+        for searcher in (AutoformulationMCTS(LLMRoles(model)), FlatSampler(LLMRoles(model))):
+            budget = Budget(60)
+            result = searcher.search(p.text, budget)
+            assert budget.completions <= 60
+            assert is_correct(result.value, p.answer), (type(searcher).__name__, p.uid)
+    assert any("VARIABLES:" in m[-1]["content"] for m in model.calls)
+
+
+def test_pruning_merges_equivalent_samples() -> None:
+    problems = synthetic_problems(2, seed=5)
+    model = scripted_control_model(problems, epsilon=0.0, judge_noise=0.0, seed=1)
+    pruned = AutoformulationMCTS(LLMRoles(model), prune=True).search(problems[0].text, Budget(40))
+    unpruned = AutoformulationMCTS(LLMRoles(model), prune=False).search(problems[0].text, Budget(40))
+    assert pruned.stats["pruned"] > 0 and unpruned.stats["pruned"] == 0
+
+
+def test_garbage_model_gives_no_answer() -> None:
+    model = ScriptedChatModel(lambda m, c, i: "I like turtles", name="garbage")
+    result = AutoformulationMCTS(LLMRoles(model)).search("maximise x", Budget(32))
+    assert result.value is None and result.stats["invalid"] > 0
+
+
+def test_synthetic_problems_deterministic_and_solvable() -> None:
+    a, b = synthetic_problems(12, seed=7), synthetic_problems(12, seed=7)
+    assert [p.text for p in a] == [p.text for p in b]
+    assert len({p.family for p in a}) == 6
+    for p in a:
+        assert p.formulation is not None
+        assert solve(compile_formulation(p.formulation)).value == pytest.approx(p.answer)
+    with pytest.raises(ValueError):
+        synthetic_problems(0)
+
+
+def test_load_problem_file(tmp_path) -> None:
+    rows = [{"en_question": "Maximise x.", "en_answer": "3.5"}, {"en_question": "bad", "en_answer": "n/a"}]
+    p = tmp_path / "nl4opt.json"
+    p.write_text(json.dumps(rows))
+    q = tmp_path / "industryor.jsonl"
+    q.write_text("\n".join(json.dumps(r) for r in rows))
+    for path in (p, q):
+        probs = load_problem_file(path)
+        assert [(x.text, x.answer) for x in probs] == [("Maximise x.", 3.5)]
+    empty = tmp_path / "e.json"
+    empty.write_text("")
+    with pytest.raises(ValueError):
+        load_problem_file(empty)
+
+
+def test_is_correct() -> None:
+    assert is_correct(101.0, 100.0) and not is_correct(102.0, 100.0)
+    assert is_correct(0.005, 0.0) and not is_correct(None, 1.0)
+    assert all(is_correct(v, v) for v in itertools.chain([0.0, -3.0, 1e6]))
+
+
+def test_tiny_check() -> None:
+    from icml25.agents.autoformulation.check import CHECK
+
+    result = CHECK.run("tiny", seeds=[0])
+    assert set(result.metrics) >= {"mcts", "flat", "mcts_noprune", "mcts_nopriors"}
+    for arm in ("mcts", "flat", "mcts_noprune", "mcts_nopriors"):
+        assert result.metrics[arm]["llm_completions"].mean <= CHECK.config("tiny").budget
+
+
+def test_full_config_constructs() -> None:
+    from icml25.agents.autoformulation.check import CHECK
+
+    cfg = CHECK.config("full")
+    assert cfg.n_samples == 8 and cfg.n_top == 3 and cfg.n_rank == 5
