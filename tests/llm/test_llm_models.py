@@ -281,3 +281,26 @@ def test_perplexity_of_real_model(smollm: tuple[Any, Any]) -> None:
     res = perplexity(model, text, tokenizer=tokenizer, window=32, max_windows=2)
     assert res.n_windows == 2 and 1.0 < res.perplexity < 50
     assert 0 < res.bits_per_byte < res.bits_per_token
+
+
+def test_tiny_random_llama_is_seeded_and_validated() -> None:
+    pytest.importorskip("transformers")
+    from icml25.llm import tiny_random_llama
+
+    ids = torch.tensor([[1, 5, 7, 256]])
+    a, b = tiny_random_llama(eos_token_id=256), tiny_random_llama(eos_token_id=256)
+    assert type(a).__name__ == "LlamaForCausalLM" and not a.training
+    assert a.config.tie_word_embeddings and a.config.eos_token_id == 256
+    with torch.no_grad():
+        assert torch.equal(a(input_ids=ids).logits, b(input_ids=ids).logits)
+        other = tiny_random_llama(seed=7)(input_ids=ids).logits
+    assert not torch.equal(a(input_ids=ids).logits.detach(), other)
+    wide = tiny_random_llama(init_std=0.2)
+    matrices = [p for p in wide.parameters() if p.ndim > 1]
+    assert all(abs(float(p.std()) - 0.2) < 0.05 for p in matrices)
+    with pytest.raises(ValueError, match="hidden_size"):
+        tiny_random_llama(hidden_size=0)
+    with pytest.raises(ValueError, match="multiple"):
+        tiny_random_llama(hidden_size=30)
+    with pytest.raises(ValueError, match="init_std"):
+        tiny_random_llama(init_std=float("nan"))

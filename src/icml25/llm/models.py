@@ -41,6 +41,7 @@ __all__ = [
     "load_causal_lm",
     "load_chat_model",
     "resolve_model_path",
+    "tiny_random_llama",
 ]
 
 # name -> (distribution, GGUF file name inside it)
@@ -302,3 +303,70 @@ def load_chat_model(
     return CachedChatModel(
         backend, cache_path if cache_path is not None else cache_dir() / "responses.sqlite"
     )
+
+
+def tiny_random_llama(
+    *,
+    vocab_size: int = 257,
+    hidden_size: int = 32,
+    intermediate_size: int = 64,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 4,
+    num_key_value_heads: int = 2,
+    max_position_embeddings: int = 256,
+    seed: int = 1234,
+    init_std: float | None = None,
+    **special_tokens: int,
+) -> Any:
+    """A small randomly initialised ``LlamaForCausalLM`` (eval mode), built in code.
+
+    The same architecture class as SmolLM2, so anything that operates on the embedded model runs
+    on it in a fraction of a second: the ``tiny`` presets and tests use it on byte-level ids
+    (``vocab_size=257`` leaves id 256 for an end-of-sequence token). Weights are drawn after
+    ``torch.manual_seed(seed)``, so a given seed always builds the same model. Input embeddings
+    and the LM head are tied. With ``init_std``, every matrix is then redrawn from
+    N(0, init_std^2) with a generator seeded by ``seed`` (larger weights than the default init
+    give sharper, more varied logits, which some smoke checks need). ``special_tokens``
+    (``eos_token_id``, ``pad_token_id``, ``bos_token_id``) go to the config.
+    """
+    for name, value in (
+        ("vocab_size", vocab_size),
+        ("hidden_size", hidden_size),
+        ("intermediate_size", intermediate_size),
+        ("num_hidden_layers", num_hidden_layers),
+        ("num_attention_heads", num_attention_heads),
+        ("num_key_value_heads", num_key_value_heads),
+        ("max_position_embeddings", max_position_embeddings),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if hidden_size % num_attention_heads or num_attention_heads % num_key_value_heads:
+        raise ValueError(
+            "hidden_size must be a multiple of num_attention_heads and num_attention_heads of "
+            f"num_key_value_heads, got {hidden_size}, {num_attention_heads}, {num_key_value_heads}"
+        )
+    if init_std is not None and not (isinstance(init_std, int | float) and 0 < init_std < float("inf")):
+        raise ValueError(f"init_std must be a positive finite number or None, got {init_std!r}")
+    import torch
+
+    transformers = require("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        **special_tokens,
+    )
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).eval()
+    if init_std is not None:
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for param in model.parameters():
+                if param.ndim > 1:
+                    param.copy_(torch.randn(param.shape, generator=generator) * init_std)
+    return model

@@ -46,8 +46,8 @@ failed, flip_helps passed. Second protocol (2 seeds, 2026-12-03): every arm chos
 tarflow 2.279, coupling 2.212, tarflow_noflip 2.97: beats_coupling failed by 0.07 bits/dim, flip_helps
 and params_matched passed. Because 4e-3 was the top of that grid for every arm, the grid moved up to
 (4e-3, 8e-3) with the criteria unchanged (2026-12-04, 2 seeds, 340 s on an idle machine): tarflow and
-coupling again chose 4e-3, so with the previous run their optimum is bracketed (4e-3 beat 2e-3 then and 8e-3 now);
-tarflow_noflip chose 8e-3. tarflow 2.278 ± 0.007, coupling 2.204 ± 0.002, tarflow_noflip 2.927:
+coupling again chose 4e-3, so with the previous run their optimum is bracketed (4e-3 beat 2e-3 then
+and 8e-3 now); tarflow_noflip chose 8e-3. tarflow 2.278 ± 0.007, coupling 2.204 ± 0.002, tarflow_noflip 2.927:
 beats_coupling failed by 0.074 bits/dim. TarFlow's validation still improved by 0.018 bits/dim over the
 last quarter of the 800 steps (coupling's by 0), so a longer budget would narrow the gap somewhat; at
 that rate it would not close it within another 800 steps.

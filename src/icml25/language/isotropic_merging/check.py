@@ -172,23 +172,9 @@ CLAIM = _claim(IsoMergingCheckConfig())
 
 
 def _tiny_model() -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml25.llm.models import tiny_random_llama
 
-    config = LlamaConfig(
-        vocab_size=257,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        eos_token_id=256,
-        pad_token_id=0,
-        bos_token_id=256,
-    )
-    torch.manual_seed(1234)
-    return LlamaForCausalLM(config).eval()
+    return tiny_random_llama(eos_token_id=256, pad_token_id=0, bos_token_id=256)
 
 
 def _load(model: Any, weights: dict[str, torch.Tensor]) -> None:

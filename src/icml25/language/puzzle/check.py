@@ -223,26 +223,9 @@ CLAIM = _claim(PuzzleCheckConfig())
 
 
 def _tiny_model() -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml25.llm.models import tiny_random_llama
 
-    cfg = LlamaConfig(
-        vocab_size=256,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(1234)
-    model = LlamaForCausalLM(cfg).eval()
-    gen = torch.Generator().manual_seed(1234)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim > 1:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-    return model
+    return tiny_random_llama(vocab_size=256, init_std=0.2)
 
 
 def _encode(text: str, tokenizer: Any, n: int) -> torch.Tensor:

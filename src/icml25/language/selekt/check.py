@@ -220,23 +220,11 @@ CLAIM = Claim(
 
 
 def _tiny_model() -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml25.llm.models import tiny_random_llama
 
-    config = LlamaConfig(
-        vocab_size=257,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        eos_token_id=256,
-        pad_token_id=256,
-        bos_token_id=256,
+    return tiny_random_llama(
+        max_position_embeddings=1024, eos_token_id=256, pad_token_id=256, bos_token_id=256
     )
-    torch.manual_seed(1234)
-    return LlamaForCausalLM(config).eval()
 
 
 @torch.no_grad()

@@ -201,25 +201,9 @@ CLAIM = _claim(SlimLLMCheckConfig())  # the small preset's claim; claim_for buil
 
 
 def _tiny_model() -> tuple[Any, None]:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml25.llm.models import tiny_random_llama
 
-    config = LlamaConfig(
-        vocab_size=256,
-        hidden_size=32,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-    )
-    gen = torch.Generator().manual_seed(1234)
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim > 1:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-    return model, None
+    return tiny_random_llama(vocab_size=256, intermediate_size=96, init_std=0.2), None
 
 
 def _calibration(
