@@ -167,6 +167,11 @@ def test_soft_match_rouge_and_empty_predictions() -> None:
     r = rouge_scores(["the cats are running"], ["the cat runs"])
     assert 0 < r["rougeL"] <= r["rouge1"] <= 1
     assert rouge_scores(["same text"], ["same text"])["rouge1"] == pytest.approx(1.0)
+    # ROUGE-L is the longest common subsequence: 3 of 4 tokens in order here, ROUGE-1 all 4
+    swapped = rouge_scores(["a b c d"], ["a c b d"])
+    assert swapped["rouge1"] == pytest.approx(1.0) and swapped["rougeL"] == pytest.approx(0.75)
+    # stemming: "runs"/"running" -> "run" (Porter), short tokens are kept as they are
+    assert rouge_scores(["dogs running"], ["dog runs"])["rouge1"] == pytest.approx(1.0)
 
 
 def test_sn_prf_two_reviewers_by_hand() -> None:

@@ -21,6 +21,7 @@ offline default here is :class:`TfidfEmbedder` (word 1-2-gram TF-IDF, L2-normali
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -177,18 +178,46 @@ def soft_match(predicted: Sequence[str], gold: Sequence[str], embed: Embedder) -
     return float(np.diag(s).mean())
 
 
+def _f_measure(overlap: int, n_pred: int, n_gold: int) -> float:
+    precision = overlap / n_pred if n_pred else 0.0
+    recall = overlap / n_gold if n_gold else 0.0
+    return _hmean(precision, recall)
+
+
+def _lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists (dynamic programming)."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        diagonal = 0
+        for j, y in enumerate(b, start=1):
+            diagonal, row[j] = row[j], diagonal + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
+
+
 def rouge_scores(predicted: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
-    """ROUGE-1 and ROUGE-L F-measure (Porter stemming) per aligned pair, averaged over the shorter list."""
-    from rouge_score import rouge_scorer
+    """ROUGE-1 and ROUGE-L F-measure (Porter stemming) per aligned pair, averaged over the shorter list.
+
+    Tokenisation is ``rouge-score``'s own (lower case, non-alphanumerics to spaces, Porter stems
+    of tokens longer than 3 characters); the two F-measures are computed here rather than with
+    ``rouge_score.rouge_scorer``, whose import of ``absl.logging`` binds a log handler to
+    whatever ``sys.stderr`` is at that moment (under pytest, a capture file that is later
+    closed), which broke later tests in the same process.
+    """
+    from rouge_score.tokenizers import DefaultTokenizer
 
     pred = _strings("predicted", predicted)
     ref = _strings("gold", gold, allow_empty=False)
     n = min(len(pred), len(ref))
     if n == 0:
         return {"rouge1": 0.0, "rougeL": 0.0}
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
-    scores = [scorer.score(g, p) for p, g in zip(pred[:n], ref[:n], strict=True)]
-    return {k: float(np.mean([s[k].fmeasure for s in scores])) for k in ("rouge1", "rougeL")}
+    tokenizer = DefaultTokenizer(use_stemmer=True)
+    r1, rl = [], []
+    for p, g in zip(pred[:n], ref[:n], strict=True):
+        pt, gt = tokenizer.tokenize(p), tokenizer.tokenize(g)
+        overlap = sum((Counter(pt) & Counter(gt)).values())
+        r1.append(_f_measure(overlap, len(pt), len(gt)))
+        rl.append(_f_measure(_lcs_length(pt, gt), len(pt), len(gt)))
+    return {"rouge1": float(np.mean(r1)), "rougeL": float(np.mean(rl))}
 
 
 def sn_prf(predicted: Sequence[str], reviews: Sequence[Sequence[str]], embed: Embedder) -> dict[str, float]:
