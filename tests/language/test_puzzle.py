@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from icml25.language.puzzle import (
     Variant,
@@ -33,26 +33,18 @@ from icml25.language.puzzle import (
     width_reduced_mlp,
 )
 from icml25.language.puzzle.blocks import _parent_blocks
+from icml25.llm import tiny_random_llama
 
 
 def _model(seed: int = 0, layers: int = 3) -> LlamaForCausalLM:
-    torch.manual_seed(seed)
-    config = LlamaConfig(
+    return tiny_random_llama(
         vocab_size=64,
-        hidden_size=32,
         intermediate_size=48,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         max_position_embeddings=64,
-        tie_word_embeddings=True,
+        seed=seed,
+        init_std=0.3,
     )
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim > 1:
-                p.normal_(0, 0.3)
-    return model
 
 
 ATTN = [Variant("attention", "kv", 1), Variant("attention", "linear"), Variant("attention", "noop")]
