@@ -2442,6 +2442,112 @@ def _autoformulation() -> list[Case]:
     ]
 
 
+def _caption_hallucination() -> list[Case]:
+    from icml25.agents.caption_hallucination import (
+        CapMAS,
+        HFVLMVerifier,
+        LLMDecomposer,
+        ModelConfig,
+        RuleDecomposer,
+        RuleReviser,
+        TinyCaptioner,
+        TinyVQA,
+        TinyVQAVerifier,
+        WordVocab,
+        WorldConfig,
+        coverage,
+        detection_auroc,
+        factuality,
+        hallucination_score,
+        parse_caption,
+        scripted_control_model,
+        verifier_scores,
+    )
+
+    vocab = WordVocab()
+    mc = ModelConfig(d=16, heads=2, channels=8, layers=1)
+    cap = TinyCaptioner(len(vocab), mc).eval()
+    ver = TinyVQAVerifier(TinyVQA(len(vocab), mc).eval(), vocab)
+    img = torch.zeros(2, 3, 12, 12)
+    nan_img = img.clone()
+    nan_img[0, 0, 0, 0] = NAN
+    slug = "caption_hallucination"
+    return [
+        Case(slug, "shape", "generate 2-channel images", lambda: cap.generate(img[:, :2]), "images"),
+        Case(
+            slug,
+            "shape",
+            "hallucination_score shapes differ",
+            lambda: hallucination_score(np.ones(2) / 2, np.ones(3) / 2),
+            "p_true and p_false",
+        ),
+        Case(
+            slug,
+            "shape",
+            "verifier_scores one list for two images",
+            lambda: verifier_scores(ver, img, [["a."]]),
+            "propositions",
+        ),
+        Case(slug, "nonfinite", "hallucination_score NaN", lambda: hallucination_score(NAN, 0.5), "p_true"),
+        Case(slug, "nonfinite", "generate NaN image", lambda: cap.generate(nan_img), "images"),
+        Case(
+            slug,
+            "nonfinite",
+            "detection_auroc inf score",
+            lambda: detection_auroc([0.1, float("inf")], [True, False]),
+            "scores",
+        ),
+        Case(slug, "empty", "factuality no captions", lambda: factuality([], []), "captions"),
+        Case(slug, "empty", "coverage no captions", lambda: coverage([], []), "captions"),
+        Case(
+            slug,
+            "empty",
+            "CapMAS.correct no images",
+            lambda: CapMAS(RuleDecomposer(), ver, RuleReviser()).correct(torch.zeros(0, 3, 12, 12), []),
+            "images",
+        ),
+        Case(slug, "dtype", "hallucination_score strings", lambda: hallucination_score("a", 0.5), "p_true"),
+        Case(slug, "dtype", "parse_caption not a string", lambda: parse_caption(3), "caption"),
+        Case(slug, "dtype", "LLMDecomposer not a ChatModel", lambda: LLMDecomposer("smollm2"), "chat"),
+        Case(slug, "size", "ModelConfig d=0", lambda: ModelConfig(d=0), "ModelConfig.d"),
+        Case(
+            slug,
+            "size",
+            "WorldConfig image_size=0",
+            lambda: WorldConfig(image_size=0),
+            "WorldConfig.image_size",
+        ),
+        Case(
+            slug,
+            "size",
+            "LLMDecomposer max_tokens=0",
+            lambda: LLMDecomposer(scripted_control_model(), max_tokens=0),
+            "max_tokens",
+        ),
+        Case(
+            slug,
+            "size",
+            "HFVLMVerifier batch_size=0",
+            lambda: HFVLMVerifier(None, dict, true_id=1, false_id=2, batch_size=0),
+            "batch_size",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "HFVLMVerifier float token id",
+            lambda: HFVLMVerifier(None, dict, true_id=1.5, false_id=2),
+            "true_id",
+        ),
+        Case(
+            slug,
+            "size",
+            "CapMAS threshold < 0",
+            lambda: CapMAS(RuleDecomposer(), ver, RuleReviser(), threshold=-1.0),
+            "threshold",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2476,6 +2582,7 @@ CASES: list[Case] = [
     *_isotropic_merging(),
     *_csbm(),
     *_autoformulation(),
+    *_caption_hallucination(),
 ]
 
 

@@ -868,8 +868,13 @@ PAPERS: tuple[Paper, ...] = (
             "confidence or consistency (AUROC 81.4 vs 57.5/73.5), and decompose-verify-revise raises "
             "detailed-caption factuality above VCD/OPERA-style fixes at modest coverage cost."
         ),
-        baseline="confidence and consistency filters; VCD, OPERA, Volcano",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "no correction; confidence filtering; resampling-consistency filtering; non-isolated "
+            "verification (the whole caption in context)"
+        ),
+        tags=("stochastic", "llm", "slow", "simulated"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="csbm",
