@@ -2548,6 +2548,132 @@ def _caption_hallucination() -> list[Case]:
     ]
 
 
+def _pisa() -> list[Case]:
+    from icml25.generative.pisa import (
+        DropSimulator,
+        SegReward,
+        SimConfig,
+        StageConfig,
+        TinyI2V,
+        TinySeg,
+        chamfer,
+        fit_gravity,
+        generate,
+        oro,
+        pisabench_metrics,
+        rectified_flow_loss,
+        scaled_l2,
+        soft_iou,
+        static_copy,
+        threshold_masks,
+    )
+
+    s = "pisa"
+    m = np.zeros((3, 8, 8), bool)
+    model = TinyI2V(4, (8, 8))
+    seg = TinySeg((8, 8))
+    vid = torch.rand(2, 4, 8, 8)
+    clips = DropSimulator(SimConfig(size=16, frames=4)).sample(2)
+    return [
+        Case(
+            s,
+            "shape",
+            "pisabench_metrics 2-D masks",
+            lambda: pisabench_metrics(np.zeros((3, 8)), m, 16, 16),
+            "gt_masks",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "pisabench_metrics NaN",
+            lambda: pisabench_metrics(np.full((3, 8, 8), NAN), m, 16, 16),
+            "gt_masks",
+        ),
+        Case(
+            s,
+            "empty",
+            "pisabench_metrics no frames",
+            lambda: pisabench_metrics(np.zeros((0, 8, 8)), m, 16, 16),
+            "gt_masks",
+        ),
+        Case(
+            s,
+            "dtype",
+            "pisabench_metrics strings",
+            lambda: pisabench_metrics(np.full((3, 8, 8), "a"), m, 16, 16),
+            "gt_masks",
+        ),
+        Case(s, "size", "pisabench_metrics fps 0", lambda: pisabench_metrics(m, m, 0, 16), "gt_fps"),
+        Case(s, "dtype", "chamfer objects", lambda: chamfer(np.full((3, 8, 8), None), m, 8), "gt"),
+        Case(
+            s,
+            "size",
+            "scaled_l2 resolution 0",
+            lambda: scaled_l2(np.zeros((3, 2)), np.zeros((3, 2)), 0),
+            "resolution",
+        ),
+        Case(s, "empty", "fit_gravity no frames", lambda: fit_gravity([], 16.0, 8.0), "centroids_y"),
+        Case(s, "size", "fit_gravity fps <= 0", lambda: fit_gravity([1.0, 2.0, 4.0], -1.0, 8.0), "fps"),
+        Case(s, "size", "DropSimulator.sample n = 0", lambda: DropSimulator(SimConfig()).sample(0), "n"),
+        Case(s, "size", "SimConfig size 0", lambda: SimConfig(size=0), "size"),
+        Case(s, "size", "TinyI2V frames 0", lambda: TinyI2V(0), "frames"),
+        Case(
+            s, "shape", "generate 4-D first frame", lambda: generate(model, torch.zeros(2, 1, 8, 8)), "first"
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "generate NaN first frame",
+            lambda: generate(model, torch.full((2, 8, 8), NAN)),
+            "first",
+        ),
+        Case(
+            s,
+            "dtype",
+            "generate integer first frame",
+            lambda: generate(model, torch.zeros(2, 8, 8, dtype=torch.long)),
+            "first",
+        ),
+        Case(s, "size", "generate steps 0", lambda: generate(model, torch.zeros(2, 8, 8), steps=0), "steps"),
+        Case(
+            s,
+            "shape",
+            "rectified_flow_loss wrong frame count",
+            lambda: rectified_flow_loss(model, torch.rand(2, 3, 8, 8)),
+            "video",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "rectified_flow_loss inf",
+            lambda: rectified_flow_loss(model, torch.full((2, 4, 8, 8), float("inf"))),
+            "video",
+        ),
+        Case(
+            s,
+            "shape",
+            "soft_iou shape mismatch",
+            lambda: soft_iou(torch.zeros(2, 8, 8), torch.zeros(2, 8, 4)),
+            "p and q",
+        ),
+        Case(s, "empty", "static_copy no clips", lambda: static_copy(torch.zeros(0, 8, 8), 4), "first"),
+        Case(
+            s,
+            "shape",
+            "oro masks shape",
+            lambda: oro(model, vid, torch.zeros(2, 4, 8, 4), SegReward(seg), StageConfig(1, 2)),
+            "masks",
+        ),
+        Case(
+            s,
+            "shape",
+            "threshold_masks wrong video shape",
+            lambda: threshold_masks(np.zeros((2, 4, 8, 8)), clips),
+            "videos",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2583,6 +2709,7 @@ CASES: list[Case] = [
     *_csbm(),
     *_autoformulation(),
     *_caption_hallucination(),
+    *_pisa(),
 ]
 
 
