@@ -148,6 +148,21 @@ def test_ema_tracks_and_swaps() -> None:
     torch.testing.assert_close(lin.weight, start + 2.0)
 
 
+def test_ema_warmup_follows_the_diffusers_schedule() -> None:
+    lin = torch.nn.Linear(1, 1, bias=False)
+    ema = EMA(lin, decay=0.99, warmup=True)
+    shadow = float(lin.weight)
+    for k in range(1, 40):
+        with torch.no_grad():
+            lin.weight.fill_(float(k))
+        d = min(0.99, (1 + k) / (10 + k))
+        assert ema.current_decay() == d
+        ema.update(lin)
+        shadow = d * shadow + (1 - d) * k
+    assert abs(float(ema.shadow["weight"]) - shadow) < 1e-4
+    assert EMA(lin, decay=0.99).current_decay() == 0.99
+
+
 def test_bad_input() -> None:
     with pytest.raises(ValueError, match="T"):
         beta_schedule("linear", 0)

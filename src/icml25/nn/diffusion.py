@@ -282,19 +282,34 @@ class EMA:
 
     ``shadow <- decay · shadow + (1 - decay) · param`` after each :meth:`update`; :meth:`copy_to`
     writes the averages into a module, :meth:`swapped` temporarily (for evaluation).
+
+    ``warmup=True`` uses ``min(decay, (1 + k) / (10 + k))`` at the ``k``-th update (1-based), the
+    warm-up of diffusers' ``EMAModel``: over a few hundred steps a fixed decay such as 0.99 would keep
+    a visible share of the starting (e.g. random) weights in the average.
     """
 
-    def __init__(self, module: nn.Module, decay: float = 0.999) -> None:
+    def __init__(self, module: nn.Module, decay: float = 0.999, *, warmup: bool = False) -> None:
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"decay must lie in [0, 1), got {decay}")
         self.decay = float(decay)
+        self.warmup = bool(warmup)
+        self.num_updates = 0
         self.shadow = {k: v.detach().clone() for k, v in module.state_dict().items() if v.is_floating_point()}
+
+    def current_decay(self) -> float:
+        """The decay the next :meth:`update` applies."""
+        if not self.warmup:
+            return self.decay
+        k = self.num_updates + 1
+        return min(self.decay, (1 + k) / (10 + k))
 
     @torch.no_grad()
     def update(self, module: nn.Module) -> None:
+        decay = self.current_decay()
+        self.num_updates += 1
         for k, v in module.state_dict().items():
             if k in self.shadow:
-                self.shadow[k].mul_(self.decay).add_(v.detach(), alpha=1 - self.decay)
+                self.shadow[k].mul_(decay).add_(v.detach(), alpha=1 - decay)
 
     @torch.no_grad()
     def copy_to(self, module: nn.Module) -> None:

@@ -185,13 +185,12 @@ def _with_ema(
     seed: int,
     progress: ProgressFn | None,
 ) -> FitHistory:
-    ema = EMA(model, cfg.ema) if cfg.ema > 0 else None
+    # with the warm-up min(decay, (1 + k) / (10 + k)) at step k: over a few hundred steps a fixed 0.99
+    # would keep a visible share of the starting (e.g. random) weights in the average
+    ema = EMA(model, cfg.ema, warmup=True) if cfg.ema > 0 else None
 
     def post(m: nn.Module, step: int) -> None:
         if ema is not None:
-            # warm-up min(decay, (1 + k) / (10 + k)) after step k: in a few hundred steps a fixed 0.99 would
-            # keep a visible share of the starting (e.g. random) weights in the average
-            ema.decay = min(cfg.ema, (1 + step) / (10 + step))
             ema.update(m)
 
     hist = fit(model, loss_fn, data, cfg.fit_config(), seed=seed, post_step=post, progress=progress)
