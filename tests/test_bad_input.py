@@ -2674,6 +2674,111 @@ def _pisa() -> list[Case]:
     ]
 
 
+def _epicoder() -> list[Case]:
+    from icml25.agents.epicoder import (
+        AstFeatureExtractor,
+        build_frequency_tree,
+        complexity_metrics,
+        diversity_metrics,
+        embedding_dispersion,
+        k_center_greedy,
+        merge_trees,
+        sample_subtree,
+        smooth_probs,
+        stdlib_functions,
+    )
+
+    tree = {"a": {"x": {}, "y": {}}, "b": {}}
+    rng = np.random.default_rng(0)
+    return [
+        Case(
+            "epicoder", "shape", "smooth_probs 2-D weights", lambda: smooth_probs(np.ones((2, 2)), 1.0), "p"
+        ),
+        Case("epicoder", "shape", "k_center_greedy 1-D points", lambda: k_center_greedy(np.ones(4), 2), "X"),
+        Case("epicoder", "nonfinite", "smooth_probs NaN", lambda: smooth_probs([1.0, NAN], 1.0), "p"),
+        Case(
+            "epicoder",
+            "nonfinite",
+            "smooth_probs inf temperature",
+            lambda: smooth_probs([1.0], float("inf")),
+            "temperature",
+        ),
+        Case(
+            "epicoder",
+            "nonfinite",
+            "k_center_greedy NaN",
+            lambda: k_center_greedy(np.full((3, 2), NAN), 1),
+            "X",
+        ),
+        Case("epicoder", "empty", "smooth_probs empty", lambda: smooth_probs([], 1.0), "p"),
+        Case(
+            "epicoder",
+            "empty",
+            "build_frequency_tree no inputs",
+            lambda: build_frequency_tree([]),
+            "feature_trees",
+        ),
+        Case(
+            "epicoder",
+            "empty",
+            "sample_subtree empty tree",
+            lambda: sample_subtree({}, (1,), rng=rng),
+            "tree",
+        ),
+        Case(
+            "epicoder",
+            "empty",
+            "sample_subtree no conditions",
+            lambda: sample_subtree(tree, (), rng=rng),
+            "conditions",
+        ),
+        Case("epicoder", "empty", "diversity_metrics no trees", lambda: diversity_metrics([]), "trees"),
+        Case("epicoder", "empty", "embedding_dispersion no texts", lambda: embedding_dispersion([]), "texts"),
+        Case("epicoder", "dtype", "smooth_probs strings", lambda: smooth_probs(["a", "b"], 1.0), "p"),
+        Case(
+            "epicoder", "dtype", "extract non-string code", lambda: AstFeatureExtractor().extract(3), "code"
+        ),
+        Case("epicoder", "dtype", "merge_trees list", lambda: merge_trees([], {}), "base"),
+        Case("epicoder", "dtype", "complexity_metrics int", lambda: complexity_metrics(7), "files"),
+        Case(
+            "epicoder",
+            "dtype",
+            "sample_subtree non-string key",
+            lambda: sample_subtree({1: {}}, (1,), rng=rng),
+            "tree",
+        ),
+        Case(
+            "epicoder",
+            "size",
+            "sample_subtree condition 0",
+            lambda: sample_subtree(tree, (0,), rng=rng),
+            "conditions",
+        ),
+        Case(
+            "epicoder",
+            "size",
+            "sample_subtree max_depth 0",
+            lambda: sample_subtree(tree, (1,), rng=rng, max_depth=0),
+            "max_depth",
+        ),
+        Case(
+            "epicoder",
+            "size",
+            "build_frequency_tree top_n 0",
+            lambda: build_frequency_tree([tree], top_n=0),
+            "top_n",
+        ),
+        Case("epicoder", "size", "k_center_greedy k 0", lambda: k_center_greedy(np.ones((3, 2)), 0), "k"),
+        Case(
+            "epicoder",
+            "size",
+            "stdlib_functions min_lines 0",
+            lambda: stdlib_functions(min_lines=0),
+            "min_lines",
+        ),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2710,6 +2815,7 @@ CASES: list[Case] = [
     *_autoformulation(),
     *_caption_hallucination(),
     *_pisa(),
+    *_epicoder(),
 ]
 
 

@@ -938,8 +938,13 @@ PAPERS: tuple[Paper, ...] = (
             " than snippet-seeded synthesis, and models fine-tuned on it lead similar-size open models on "
             "HumanEval, MBPP and BigCodeBench."
         ),
-        baseline="snippet-seeded code data synthesis (OSS-Instruct-style)",
-        tags=("stochastic", "llm", "gpu", "simulated"),
+        baseline=(
+            "snippet-seeded code task synthesis (OSS-Instruct-style prompt; same model, calls and token "
+            "budget)"
+        ),
+        tags=("stochastic", "llm", "simulated"),
+        status="checked",
+        extra="agents",
     ),
     Paper(
         slug="monotonic_mlp",

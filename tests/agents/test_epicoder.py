@@ -1,0 +1,442 @@
+"""Tests for the EpiCoder feature-tree synthesis pipeline (arXiv 2501.04694)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import sparse as sp
+
+from icml25.agents.epicoder import (
+    AstFeatureExtractor,
+    CatalogEvolver,
+    FrequencyMap,
+    LLMEvolver,
+    LLMFeatureExtractor,
+    TaskSynthesizer,
+    build_frequency_tree,
+    complexity_metrics,
+    descendant_counts,
+    diversity_metrics,
+    embedding_dispersion,
+    evolve_tree,
+    feature_task_prompt,
+    has_tests,
+    k_center_greedy,
+    leaf_paths,
+    merge_trees,
+    new_node_frequencies,
+    node_paths,
+    parse_generation,
+    parse_json_block,
+    prune_top_n,
+    run_own_tests,
+    salvage_parse,
+    sample_mandatory_leaves,
+    sample_subtree,
+    smooth_probs,
+    snippet_task_prompt,
+    stdlib_functions,
+    tree_from_json,
+    tree_stats,
+)
+from icml25.agents.epicoder.check import CHECK
+from icml25.llm.chat import ScriptedChatModel
+
+CODE = '''
+import math
+import os.path as osp
+from collections import Counter
+
+def norm(values):
+    """Euclidean norm."""
+    total = 0.0
+    for v in values:
+        total += v ** 2
+    return math.sqrt(total)
+
+def fact(n):
+    return 1 if n <= 1 else n * fact(n - 1)
+
+def save(path, words):
+    try:
+        with open(path, "w") as f:
+            f.write(", ".join(w.strip() for w in words))
+    except OSError:
+        raise ValueError(f"cannot write {path}")
+    return osp.basename(path), Counter(words)
+'''
+
+
+def _tree() -> dict:
+    return {
+        "a": {"a1": {"x": {}, "y": {}}, "a2": {}},
+        "b": {"b1": {}, "b2": {}, "b3": {}},
+        "c": {},
+    }
+
+
+# -- feature trees ----------------------------------------------------------------------------------
+
+
+def test_build_frequency_tree_counts_prunes_and_sums() -> None:
+    trees = [
+        {"cat": {"sub": {"f1": {}, "f2": {}, "f3": {}}, "small": {"g": {}}, "z": {}}},
+        {"cat": {"sub": {"f1": {}}, "small": {"g": {}, "h": {}}}},
+        {"other": {"leaf": {}}},
+    ]
+    tree, freq = build_frequency_tree(trees, max_depth=3, top_n=50, dict_min_size=3)
+    # "small" has 2 children (< 3): collapsed into a leaf carrying its total count
+    assert tree["cat"]["small"] == {}
+    assert set(tree["cat"]["sub"]) == {"f1", "f2", "f3"}
+    assert freq.frequency(("cat", "sub", "f1")) == 2.0
+    assert freq.frequency(("cat", "small")) == 3.0
+    assert freq.frequency(("cat", "sub")) == 4.0  # internal = sum of children
+    assert freq.frequency(("cat",)) == 8.0
+    assert tree["other"] == {}  # one child: collapsed as well
+    # sub-dicts come before leaves, each group by decreasing count
+    assert list(tree["cat"]) == ["sub", "small", "z"]
+
+
+def test_prune_top_n_keeps_the_most_frequent() -> None:
+    counted = {"r": {"a": 5, "b": 1, "c": 3, "d": {"x": 1, "y": 1, "z": 1}}}
+    pruned = prune_top_n(counted, top_n=2, dict_min_size=2)
+    assert list(pruned["r"]) == ["d", "a"]  # the dict first, then the largest leaf
+    assert prune_top_n({"r": {"d": {"x": 1, "y": 2}}}, top_n=5, dict_min_size=3) == {"r": 3}
+
+
+def test_descendant_counts_and_stats() -> None:
+    t = _tree()
+    counts = descendant_counts(t)
+    assert counts[("a",)] == 5 and counts[("a", "a1")] == 3 and counts[("c",)] == 1
+    stats = tree_stats(t)
+    assert stats["leaves"] == 7 and stats["depth"] == 3 and stats["nodes"] == 10
+
+
+def test_smooth_probs_limits() -> None:
+    p = np.array([1.0, 2.0, 7.0])
+    np.testing.assert_allclose(smooth_probs(p, 1.0), p / p.sum(), rtol=1e-6)
+    np.testing.assert_allclose(smooth_probs(p, 100.0), np.full(3, 1 / 3))
+    flat = smooth_probs(p, 10.0)
+    assert flat.max() - flat.min() < (p / p.sum()).max() - (p / p.sum()).min()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0.01, 1e4, allow_nan=False), min_size=2, max_size=8),
+    st.floats(0.2, 50.0),
+)
+def test_smooth_probs_is_a_distribution_preserving_order(weights: list[float], t: float) -> None:
+    probs = smooth_probs(weights, t)
+    assert probs.sum() == pytest.approx(1.0) and (probs >= 0).all()
+    order = np.argsort(weights, kind="stable")
+    assert np.all(np.diff(probs[order]) >= -1e-12)
+
+
+def test_sample_subtree_respects_conditions_fixed_and_depth() -> None:
+    rng = np.random.default_rng(0)
+    t = _tree()
+    for _ in range(20):
+        sub = sample_subtree(t, (2, 1), rng=rng, fixed=["c"])
+        assert "c" in sub and len(sub) == 2
+        for child in sub.values():
+            assert len(child) <= 1
+            for grand in child.values():
+                assert set(grand) <= {"x", "y"}
+    cut = sample_subtree(t, (3,), rng=rng, max_depth=1)
+    assert set(cut) == {"a", "b", "c"} and all(v == {} for v in cut.values())
+    whole = sample_subtree(t, (3, 5, 5), rng=rng)
+    assert whole == t
+    a = sample_subtree(t, (2, 1), rng=np.random.default_rng(3))
+    b = sample_subtree(t, (2, 1), rng=np.random.default_rng(3))
+    assert a == b
+
+
+def test_sample_subtree_frequencies_match_smoothed_probabilities() -> None:
+    """Naive reference: one draw per call at depth 1 follows smooth_probs of the frequencies."""
+    tree = {"a": {}, "b": {}, "c": {}}
+    freq = FrequencyMap({("a",): [6.0], ("b",): [3.0], ("c",): [1.0]})
+    rng = np.random.default_rng(1)
+    for t in (1.0, 3.0):
+        draws = Counter(
+            next(iter(sample_subtree(tree, (1,), rng=rng, weights=freq, temperature=t))) for _ in range(4000)
+        )
+        expected = smooth_probs([6.0, 3.0, 1.0], t)
+        observed = np.array([draws[k] for k in "abc"]) / 4000
+        np.testing.assert_allclose(observed, expected, atol=0.03)
+
+
+def test_sample_mandatory_leaves() -> None:
+    leaves = sample_mandatory_leaves(_tree(), 2, rng=np.random.default_rng(0))
+    assert len(set(leaves)) == 2 and set(leaves) <= set(leaf_paths(_tree()))
+    assert sample_mandatory_leaves({}, 2, rng=np.random.default_rng(0)) == []
+
+
+def test_merge_trees_unions_and_deduplicates() -> None:
+    merged = merge_trees({"Data Processing": {"split": {}}}, {"data_processing": {"join": {}}, "new": {}})
+    assert merged == {"Data Processing": {"split": {}, "join": {}}, "new": {}}
+
+
+_names = st.sampled_from(["a", "b", "c", "d"])
+_trees = st.recursive(st.just({}), lambda kids: st.dictionaries(_names, kids, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=50, deadline=None)
+@given(_trees, _trees)
+def test_merge_is_a_union_and_idempotent(a: dict, b: dict) -> None:
+    merged = merge_trees(a, b)
+    assert set(node_paths(a)) | set(node_paths(b)) == set(node_paths(merged))
+    assert merge_trees(merged, a) == merged and merge_trees(a, a) == a
+
+
+def test_new_node_frequencies_follow_the_sibling_and_parent_rules() -> None:
+    freq = FrequencyMap(
+        {("p",): [10.0], ("p", "x"): [4.0], ("p", "y"): [2.0], ("q",): [1.0], ("q", "z"): [9.0]}
+    )
+    sampled = {"p": {"x": {}, "y": {}}, "q": {}}
+    expanded = {"p": {"x": {}, "y": {}, "new": {}}, "q": {"z": {}, "w": {}}, "r": {}}
+    out = new_node_frequencies(sampled, expanded, freq)
+    assert out.frequency(("p", "new")) == pytest.approx(3.0)  # mean of sampled siblings x, y
+    assert out.frequency(("r",)) == pytest.approx(np.mean([10.0, 1.0]))  # mean of sampled siblings p, q
+    # z already had 9; its sampled parent q had no sampled children -> parent's average child = 9
+    assert out.history[("q", "z")] == [9.0, 9.0]
+    assert out.frequency(("q", "w")) == pytest.approx(9.0)
+    assert ("p", "new") not in freq  # the input map is unchanged
+
+
+# -- extraction -------------------------------------------------------------------------------------
+
+
+def test_ast_extractor_finds_structural_features() -> None:
+    tree = AstFeatureExtractor().extract(CODE)
+    leaves = {p[-1] for p in leaf_paths(tree)}
+    for feature in (
+        "math",
+        "collections",
+        "for loop",
+        "recursive call",
+        "OSError",
+        "ValueError",
+        "f-string",
+        "join",
+        "strip",
+        "power",
+        "open for write",
+        "with statement",
+        "math.sqrt",
+        "os.path.basename",
+        "collections.Counter",
+    ):
+        assert feature in leaves, feature
+    assert "os" in tree["dependency relations"]["standard library"]
+    assert max(len(p) for p in leaf_paths(tree)) == 3
+    assert AstFeatureExtractor().extract("this is not python (") == {}
+
+
+def test_salvage_parse_cuts_to_the_parsable_prefix() -> None:
+    module = salvage_parse("def f(x):\n    return x\n\ndef g(y):\n    return (y +")
+    assert module is not None and [n.name for n in module.body] == ["f"]
+    assert salvage_parse("") is None and salvage_parse("((((") is None
+
+
+def test_llm_extractor_parses_the_released_json_format() -> None:
+    reply = '<begin>{"data processing": {"string manipulation": ["split", "join"]}, "security": []}<end>'
+    model = ScriptedChatModel(lambda m, c, i: reply)
+    (tree,) = LLMFeatureExtractor(model).extract_many(["x = 1"])
+    assert tree == {"data processing": {"string manipulation": {"split": {}, "join": {}}}}
+    bad = LLMFeatureExtractor(ScriptedChatModel(lambda m, c, i: "no json here"))
+    assert bad.extract("x = 1") == {} and bad.failures == 1
+    assert parse_json_block('```json\n{"a": 1}\n```') == {"a": 1}
+    assert tree_from_json({"a": ["x", {"b": ["y"]}]}) == {"a": {"x": {}, "b": {"y": {}}}}
+
+
+# -- evolution --------------------------------------------------------------------------------------
+
+
+def test_catalog_evolver_grows_in_breadth_and_depth() -> None:
+    sub = {
+        "data processing": {"string manipulation": {"split": {}}},
+        "dependency relations": {"standard library": {"json": {}}},
+    }
+    grown = CatalogEvolver(breadth=2, depth=2).expand(sub, np.random.default_rng(0))
+    assert set(node_paths(sub)) <= set(node_paths(grown))
+    assert len(grown["data processing"]["string manipulation"]) == 3  # two new siblings of split
+    assert len(grown["dependency relations"]["standard library"]["json"]) == 2  # public functions of json
+    assert len(grown) >= 4  # new categories beside the two sampled ones
+
+
+def test_llm_evolver_merges_the_reply_and_survives_garbage() -> None:
+    reply = '<begin>{"a": {"a1": {}, "a3": ["fine"]}, "z": []}<end>'
+    evolver = LLMEvolver(ScriptedChatModel(lambda m, c, i: reply))
+    grown = evolver.expand({"a": {"a1": {}}}, np.random.default_rng(0))
+    assert grown == {"a": {"a1": {}, "a3": {"fine": {}}}}
+    broken = LLMEvolver(ScriptedChatModel(lambda m, c, i: "sorry"))
+    assert broken.expand({"a": {}}, np.random.default_rng(0)) == {"a": {}} and broken.failures == 1
+
+
+def test_evolve_tree_grows_and_records_frequencies() -> None:
+    trees = AstFeatureExtractor().extract_many(
+        [CODE, "def f(s):\n    return s.split(',')\n", "x = [i % 3 for i in range(9)]\n"]
+    )
+    tree, freq = build_frequency_tree(trees, dict_min_size=1)
+    result = evolve_tree(
+        tree, freq, CatalogEvolver(), rounds=2, samples_per_round=3, rng=np.random.default_rng(0)
+    )
+    assert len(result.stats) == 3
+    assert result.stats[-1]["leaves"] > result.stats[0]["leaves"]
+    assert set(node_paths(tree)) <= set(node_paths(result.tree))
+    assert all(result.freq.frequency(p) > 0 for p in node_paths(result.tree))
+
+
+# -- corpus -----------------------------------------------------------------------------------------
+
+
+def _naive_kcenter(X: np.ndarray, k: int) -> list[int]:
+    chosen = [0]
+    while len(chosen) < k:
+        d = [
+            min(np.linalg.norm(X[i] - X[j]) for j in chosen) if i not in chosen else -1 for i in range(len(X))
+        ]
+        chosen.append(int(np.argmax(d)))
+    return chosen
+
+
+def test_k_center_greedy_matches_a_naive_reference_dense_and_sparse() -> None:
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    ref = _naive_kcenter(X, 8)
+    assert k_center_greedy(X, 8).tolist() == ref
+    assert k_center_greedy(sp.csr_matrix(X), 8).tolist() == ref
+    assert k_center_greedy(X, 100).size == 40
+
+
+def test_stdlib_functions_respect_line_bounds() -> None:
+    snippets = stdlib_functions(min_lines=5, max_lines=20, max_files=6)
+    assert snippets and snippets == stdlib_functions(min_lines=5, max_lines=20, max_files=6)
+    for s in snippets:
+        assert 5 <= len(s.source.splitlines()) <= 20
+        assert salvage_parse(s.source) is not None
+
+
+# -- synthesis and validation -----------------------------------------------------------------------
+
+
+REPLY = "Task: add two numbers.\n```python\ndef add(a, b):\n    return a + b\n\nassert add(2, 3) == 5\n```\n"
+MULTI = (
+    "Task: a tiny package.\n```python\n# file: util.py\ndef twice(x):\n    return 2 * x\n```\n"
+    "```python\n# file: test_main.py\nfrom util import twice\n\n"
+    "def test_twice():\n    assert twice(4) == 8\n```\n"
+)
+
+
+def test_parse_generation_single_and_multi_file() -> None:
+    task = parse_generation(REPLY)
+    assert task.task == "add two numbers." and list(task.files) == ["solution.py"] and has_tests(task)
+    multi = parse_generation(MULTI)
+    assert list(multi.files) == ["util.py", "test_main.py"]
+    assert complexity_metrics(multi.files)["n_files"] == 2
+    assert parse_generation("no code at all").files == {}
+    repeated = parse_generation("```python\n# demo\n```python\ndef f():\n    return 1\n```\ntext")
+    assert repeated.files == {"solution.py": "# demo\ndef f():\n    return 1\n"}
+
+
+def test_sandbox_judges_own_tests() -> None:
+    assert run_own_tests(parse_generation(REPLY)).ok
+    wrong = parse_generation(REPLY.replace("== 5", "== 6"))
+    assert not run_own_tests(wrong).ok
+    assert run_own_tests(parse_generation(MULTI)).ok
+    cut = parse_generation(REPLY.replace("```\n", "") + "\nassert add(1, 1) == 2\ndef broken(:")
+    assert run_own_tests(cut).ok  # the unfinished tail is dropped, the complete asserts run
+    assert run_own_tests(parse_generation("```python\ndef f():\n    return 1\n```")) is None  # no tests
+
+
+def test_prompts_and_synthesizer_count_calls() -> None:
+    sub = {"computation operation": {"mathematical": {"power": {}}}}
+    prompt = feature_task_prompt(sub, [("computation operation", "mathematical", "power")])
+    assert "power" in prompt[0]["content"] and "Mandatory" in prompt[0]["content"]
+    assert "file: test_main.py" in feature_task_prompt(sub, multi_file=True)[0]["content"]
+    assert "def f" in snippet_task_prompt("def f():\n    return 1\n")[0]["content"]
+    synth = TaskSynthesizer(ScriptedChatModel(lambda m, c, i: REPLY), max_tokens=32)
+    tasks = synth.generate([prompt, prompt], seed=0)
+    assert synth.calls == 2 and all(t.files for t in tasks)
+
+
+# -- metrics ----------------------------------------------------------------------------------------
+
+
+def test_complexity_metrics_known_values() -> None:
+    m = complexity_metrics(
+        "def f(x):\n    if x:\n        return 1\n    for i in range(3):\n        pass\n    return 0\n"
+    )
+    assert m["cc_total"] == 3 + 1 and m["cc_max"] == 3  # module level 1 + f's 3
+    assert m["n_functions"] == 1 and m["n_files"] == 1 and m["parsed"] == 1
+    empty = complexity_metrics("")
+    assert empty["parsed"] == 0 and empty["n_files"] == 0
+
+
+def test_diversity_metrics_known_values() -> None:
+    trees = [{"a": {"x": {}}}, {"a": {"x": {}, "y": {}}}]
+    d = diversity_metrics(trees)
+    assert d["distinct_features"] == 2
+    p = np.array([2, 1]) / 3
+    assert d["entropy"] == pytest.approx(-(p * np.log(p)).sum())
+    assert d["entropy_norm"] == pytest.approx(d["entropy"] / math.log(2))
+    assert d["jaccard_distance"] == pytest.approx(0.5)
+    assert embedding_dispersion(["a = 1", "a = 1"]) == pytest.approx(0.0, abs=1e-9)
+    assert embedding_dispersion(["a = 1", "b + c"]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: smooth_probs([1.0, float("nan")], 1.0), "p"),
+        (lambda: smooth_probs([], 1.0), "p"),
+        (lambda: smooth_probs(["a"], 1.0), "p"),
+        (lambda: smooth_probs([1.0], 0.0), "temperature"),
+        (lambda: sample_subtree(_tree(), (), rng=np.random.default_rng(0)), "conditions"),
+        (lambda: sample_subtree(_tree(), (0,), rng=np.random.default_rng(0)), "conditions"),
+        (lambda: sample_subtree({}, (1,), rng=np.random.default_rng(0)), "tree"),
+        (lambda: sample_subtree(_tree(), (1,), rng=np.random.default_rng(0), fixed=["zz"]), "fixed"),
+        (lambda: build_frequency_tree([]), "feature_trees"),
+        (lambda: build_frequency_tree([{}], top_n=0), "top_n"),
+        (lambda: k_center_greedy(np.ones((3, 2)), 0), "k"),
+        (lambda: k_center_greedy(np.full((3, 2), np.nan), 1), "X"),
+        (lambda: diversity_metrics([]), "trees"),
+        (lambda: stdlib_functions(min_lines=0), "min_lines"),
+    ],
+)
+def test_bad_input_is_refused(call, match: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+# -- the check --------------------------------------------------------------------------------------
+
+
+def test_tiny_check_runs(tmp_path: Path) -> None:
+    from icml25.core.results import ResultStore
+
+    result = CHECK.run("tiny", store=ResultStore(tmp_path))
+    crit = {c.name: c for c in result.criteria}
+    assert crit["tiny_generated"].passed and crit["tiny_evolution_grows"].passed
+    assert result.metrics["tree"]["llm_calls"].mean == 4 * CHECK.config("tiny").n_tasks
+
+
+def test_full_preset_constructs_and_runs_one_step(tmp_path: Path) -> None:
+    from icml25.core.results import ResultStore
+
+    full = CHECK.config("full")
+    assert full.conditions == (5, 2, 1, 1) and full.sample_temperature == 10 and full.n_tasks == 200
+    result = CHECK.run(
+        "full",
+        seeds=[0],
+        overrides={"model": "random-tiny", "max_files": 10, "core_size": 20, "n_tasks": 1, "max_tokens": 4},
+        store=ResultStore(tmp_path),
+    )
+    assert result.metrics["tree"]["n_tasks"].mean == 1
+    with pytest.raises(ValueError, match="top_p"):
+        CHECK.config("small", {"top_p": 1.5})
