@@ -2779,6 +2779,136 @@ def _epicoder() -> list[Case]:
     ]
 
 
+def _nice() -> list[Case]:
+    from icml25.language.nice import (
+        RandomProjector,
+        adam_preconditioned_grads,
+        encode_examples,
+        example_gradients,
+        generate,
+        influence_scores,
+        make_pool,
+        reward_weights,
+        select_top_fraction,
+        sequence_nll,
+    )
+    from icml25.llm.models import tiny_random_llama
+
+    slug = "nice"
+    model = tiny_random_llama(
+        hidden_size=8, intermediate_size=16, num_attention_heads=2, num_key_value_heads=2
+    )
+    g = torch.ones(2, 3)
+    m, v = torch.zeros(3), torch.ones(3)
+    tr = [torch.ones(4, 3)]
+    ids = torch.zeros(2, 4, dtype=torch.long)
+    return [
+        Case(
+            slug,
+            "shape",
+            "adam_preconditioned_grads moment length",
+            lambda: adam_preconditioned_grads(g, m[:2], v),
+            "exp_avg",
+        ),
+        Case(
+            slug,
+            "shape",
+            "influence_scores feature dims differ",
+            lambda: influence_scores(tr, [torch.ones(2, 5)]),
+            "val_feats",
+        ),
+        Case(
+            slug,
+            "shape",
+            "RandomProjector wrong input width",
+            lambda: RandomProjector(3, 4)(torch.ones(2, 5)),
+            "x",
+        ),
+        Case(
+            slug, "shape", "sequence_nll labels shape", lambda: sequence_nll(model, ids, ids[:, :3]), "labels"
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "adam_preconditioned_grads NaN grads",
+            lambda: adam_preconditioned_grads(torch.full((2, 3), NAN), m, v),
+            "grads",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "select_top_fraction inf score",
+            lambda: select_top_fraction(torch.tensor([1.0, float("inf")])),
+            "scores",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "reward_weights NaN reward",
+            lambda: reward_weights(torch.tensor([NAN])),
+            "rewards",
+        ),
+        Case(
+            slug, "empty", "influence_scores no checkpoints", lambda: influence_scores([], []), "train_feats"
+        ),
+        Case(
+            slug, "empty", "select_top_fraction empty", lambda: select_top_fraction(torch.zeros(0)), "scores"
+        ),
+        Case(
+            slug,
+            "empty",
+            "encode_examples no pairs",
+            lambda: encode_examples([], [], eos_id=0, pad_id=0),
+            "prompts",
+        ),
+        Case(
+            slug,
+            "empty",
+            "generate empty prompt",
+            lambda: generate(model, torch.zeros(0, dtype=torch.long)),
+            "prompt_ids",
+        ),
+        Case(slug, "dtype", "generate float prompt", lambda: generate(model, torch.zeros(3)), "prompt_ids"),
+        Case(
+            slug,
+            "dtype",
+            "sequence_nll float ids",
+            lambda: sequence_nll(model, ids.float(), ids),
+            "input_ids",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "example_gradients float ids",
+            lambda: example_gradients(model, (ids.float(), ids, ids)),
+            "input_ids",
+        ),
+        Case(
+            slug,
+            "dtype",
+            "reward_weights integer rewards",
+            lambda: reward_weights(torch.tensor([1, 0])),
+            "rewards",
+        ),
+        Case(slug, "size", "RandomProjector out_dim 0", lambda: RandomProjector(3, 0), "out_dim"),
+        Case(
+            slug,
+            "size",
+            "select_top_fraction frac 0",
+            lambda: select_top_fraction(torch.ones(3), 0.0),
+            "frac",
+        ),
+        Case(
+            slug,
+            "size",
+            "generate num_samples 0",
+            lambda: generate(model, torch.zeros(3, dtype=torch.long), num_samples=0),
+            "num_samples",
+        ),
+        Case(slug, "size", "make_pool n 0", lambda: make_pool(0), "n"),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2816,6 +2946,7 @@ CASES: list[Case] = [
     *_caption_hallucination(),
     *_pisa(),
     *_epicoder(),
+    *_nice(),
 ]
 
 

@@ -466,8 +466,13 @@ PAPERS: tuple[Paper, ...] = (
             "non-differentiable validation metric gives better fine-tuned LLMs than LESS's next-token-loss "
             "influence or random subsets, often beating the full pool."
         ),
-        baseline="LESS (next-token-loss gradient influence) and random selection",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "LESS (next-token-loss gradient influence of the reference answers), random subsets and the "
+            "full pool"
+        ),
+        tags=("stochastic", "llm", "slow", "simulated"),
+        status="checked",
+        extra="language",
     ),
     Paper(
         slug="wgformer",
