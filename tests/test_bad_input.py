@@ -2909,6 +2909,42 @@ def _nice() -> list[Case]:
     ]
 
 
+def _condensed_baselines() -> list[Case]:
+    import scipy.sparse as sp
+
+    from icml25.physics.condensed_sparse_solver import mumps_run, pardiso_run, splu_run
+    from icml25.physics.condensed_sparse_solver.bench import batched_comparison, peak_memory, run_benchmark
+
+    A = sp.csc_matrix(np.diag([2.0, 3.0, 4.0]))
+    slug = "condensed_sparse_solver"
+    return [
+        Case(slug, "shape", "splu_run B rows != n", lambda: splu_run(A, np.ones((4, 1))), "B"),
+        Case(
+            slug,
+            "shape",
+            "pardiso_run A not square",
+            lambda: pardiso_run(sp.csc_matrix(np.ones((2, 3))), np.ones(2)),
+            "A",
+        ),
+        Case(slug, "nonfinite", "mumps_run NaN in B", lambda: mumps_run(A, np.array([1.0, NAN, 0.0])), "B"),
+        Case(
+            slug,
+            "nonfinite",
+            "splu_run inf in A",
+            lambda: splu_run(sp.csc_matrix(np.diag([1.0, np.inf, 1.0])), np.ones(3)),
+            "A",
+        ),
+        Case(slug, "empty", "splu_run empty A", lambda: splu_run(sp.csc_matrix((0, 0)), np.ones(0)), "A"),
+        Case(slug, "empty", "splu_run B with no columns", lambda: splu_run(A, np.ones((3, 0))), "B"),
+        Case(slug, "dtype", "splu_run complex B", lambda: splu_run(A, np.ones(3, dtype=complex)), "B"),
+        Case(slug, "size", "run_benchmark size 3", lambda: run_benchmark([3], [1]), "sizes"),
+        Case(
+            slug, "size", "batched_comparison count = 0", lambda: batched_comparison(9, 0, ("ours",)), "count"
+        ),
+        Case(slug, "size", "peak_memory n_rhs = 0", lambda: peak_memory("ours", 9, 0), "n_rhs"),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2947,6 +2983,7 @@ CASES: list[Case] = [
     *_pisa(),
     *_epicoder(),
     *_nice(),
+    *_condensed_baselines(),
 ]
 
 

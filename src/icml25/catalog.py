@@ -809,7 +809,10 @@ PAPERS: tuple[Paper, ...] = (
             "differentiable direct sparse solver up to three orders of magnitude faster than SciPy and "
             "cuDSS direct solvers."
         ),
-        baseline="SciPy SuperLU (splu/spsolve) and cuDSS direct solvers",
+        baseline=(
+            "CHOLMOD (scikit-sparse), MKL PARDISO (pypardiso), MUMPS (python-mumps) and SciPy SuperLU on "
+            "the CPU; the paper: SciPy SuperLU and cuDSS"
+        ),
         tags=("gpu", "slow", "simulated", "speed"),
         status="checked",
         extra="physics",

@@ -1,12 +1,18 @@
-"""SciPy / PyAMG / CHOLMOD baselines with separate setup (factor) and solve timings.
+"""SciPy / PyAMG / CHOLMOD / PARDISO / MUMPS baselines with separate setup (factor) and solve timings.
 
 Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
 Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). The paper's CPU
 baseline is SciPy's direct solver (SuperLU); PyAMG (an iterative solver) and CHOLMOD are our
 additions for the CPU benchmark.
 
-CHOLMOD comes from the optional PyPI package ``scikit-sparse`` (extra ``icml25[sparse]``; it builds
-only once Debian's ``libsuitesparse-dev`` is installed). It is skipped when not importable.
+The sparse direct solvers a CPU user would pick instead, all optional (extra ``icml25[sparse]``):
+CHOLMOD (supernodal Cholesky) from PyPI ``scikit-sparse`` (builds once Debian's
+``libsuitesparse-dev`` is installed), PARDISO (MKL, symmetric positive definite mode) from PyPI
+``pypardiso``, and MUMPS (multifrontal, symmetric mode, sequential) from PyPI ``python-mumps``
+(needs Debian's ``libmumps-seq-dev``). Each ``*_available()`` says whether it imports; a runner
+raises ImportError with an install hint when it does not (callers report it as missing).
+Factor time includes each library's ordering/analysis; solve time is the triangular solves.
+Thread counts are set by the caller (``threadpoolctl``), the same for every library.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ __all__ = [
     "pyamg_available",
     "cholmod_run",
     "cholmod_available",
+    "pardiso_run",
+    "pardiso_available",
+    "mumps_run",
+    "mumps_available",
 ]
 
 
@@ -44,8 +54,31 @@ class BaselineRun:
         return self.factor_s + self.solve_s
 
 
+def _check_system(A: sp.spmatrix, B: np.ndarray) -> np.ndarray:
+    """Validate ``A`` (square sparse, non-empty, finite) and ``B`` (``[n]`` or ``[n, C]``, finite reals)."""
+    if not sp.issparse(A) or A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(
+            f"A must be a square scipy.sparse matrix, got {type(A).__name__} {getattr(A, 'shape', '')}"
+        )
+    if A.shape[0] == 0:
+        raise ValueError("A is empty (0 x 0)")
+    if not np.isfinite(A.data).all():
+        raise ValueError("A contains NaN or infinite values")
+    Bn = np.asarray(B)
+    if Bn.dtype.kind not in "fiu":
+        raise TypeError(f"B must hold real numbers, got dtype {Bn.dtype}")
+    if Bn.ndim not in (1, 2) or Bn.shape[0] != A.shape[0] or Bn.size == 0:
+        raise ValueError(
+            f"B must have shape [{A.shape[0]}] or [{A.shape[0]}, C] with C >= 1, got {list(Bn.shape)}"
+        )
+    if not np.isfinite(Bn).all():
+        raise ValueError("B contains NaN or infinite values")
+    return np.asarray(Bn, dtype=np.float64)
+
+
 def splu_run(A: sp.spmatrix, B: np.ndarray, permc_spec: str = "COLAMD") -> BaselineRun:
     """SuperLU (``scipy.sparse.linalg.splu``): factor once, then solve all columns of ``B``."""
+    B = _check_system(A, B)
     Ac = sp.csc_matrix(A)
     t0 = time.perf_counter()
     lu = spla.splu(Ac, permc_spec=permc_spec)
@@ -58,6 +91,7 @@ def splu_run(A: sp.spmatrix, B: np.ndarray, permc_spec: str = "COLAMD") -> Basel
 
 def spsolve_run(A: sp.spmatrix, B: np.ndarray) -> BaselineRun:
     """``scipy.sparse.linalg.spsolve`` (SuperLU again, factor and solve in one call)."""
+    B = _check_system(A, B)
     Ac = sp.csc_matrix(A)
     t0 = time.perf_counter()
     x = spla.spsolve(Ac, np.asarray(B, dtype=np.float64))
@@ -74,6 +108,7 @@ def pyamg_cg_run(
     With ``max_rhs`` only that many columns are solved and the solve time is extrapolated linearly
     to all columns (the returned ``x`` then has zeros in the unsolved columns; ``note`` says so).
     """
+    B = _check_system(A, B)
     try:
         import pyamg
     except ImportError as err:
@@ -125,6 +160,7 @@ def cholmod_run(A: sp.spmatrix, B: np.ndarray) -> BaselineRun:
             "CHOLMOD needs the optional package scikit-sparse (pip install 'icml25[sparse]'; it builds "
             "after `apt-get install libsuitesparse-dev`)"
         ) from err
+    B = _check_system(A, B)
     Ac = sp.csc_matrix(A)
     t0 = time.perf_counter()
     factor = cholesky(Ac)
@@ -133,3 +169,75 @@ def cholmod_run(A: sp.spmatrix, B: np.ndarray) -> BaselineRun:
     t2 = time.perf_counter()
     size = int(factor.L().nnz * 12)
     return BaselineRun(x=np.asarray(x), factor_s=t1 - t0, solve_s=t2 - t1, factor_bytes=size)
+
+
+def pardiso_available() -> bool:
+    try:
+        import pypardiso  # noqa: F401
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def pardiso_run(A: sp.spmatrix, B: np.ndarray) -> BaselineRun:
+    """MKL PARDISO via ``pypardiso`` in real symmetric positive definite mode (``mtype=2``, upper triangle).
+
+    Raises:
+        ImportError: with an install hint when ``pypardiso`` (or MKL) is missing.
+    """
+    try:
+        from pypardiso import PyPardisoSolver
+    except (ImportError, OSError) as err:
+        raise ImportError(
+            "PARDISO needs the optional package pypardiso (pip install 'icml25[sparse]')"
+        ) from err
+    B = _check_system(A, B)
+    Au = sp.triu(sp.csr_matrix(A), format="csr")
+    Au.sort_indices()
+    solver = PyPardisoSolver(mtype=2)
+    solver.set_iparm(18, -1)  # report the number of nonzeros in the factor
+    t0 = time.perf_counter()
+    solver.factorize(Au)
+    t1 = time.perf_counter()
+    x = solver.solve(Au, np.asarray(B, dtype=np.float64))
+    t2 = time.perf_counter()
+    nnz = abs(int(solver.get_iparm(18)))
+    solver.free_memory(everything=True)
+    return BaselineRun(
+        x=np.asarray(x).reshape(np.shape(B)), factor_s=t1 - t0, solve_s=t2 - t1, factor_bytes=nnz * 12
+    )
+
+
+def mumps_available() -> bool:
+    try:
+        import mumps  # noqa: F401
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def mumps_run(A: sp.spmatrix, B: np.ndarray) -> BaselineRun:
+    """Sequential MUMPS via ``python-mumps``: symmetric mode, automatic ordering (analysis counted in factor).
+
+    Raises:
+        ImportError: with an install hint when ``python-mumps`` (or libmumps) is missing.
+    """
+    try:
+        import mumps
+    except (ImportError, OSError) as err:
+        raise ImportError(
+            "MUMPS needs the optional package python-mumps (pip install 'icml25[sparse]'; it needs "
+            "`apt-get install libmumps-seq-dev`)"
+        ) from err
+    B = _check_system(A, B)
+    ctx = mumps.Context()
+    t0 = time.perf_counter()
+    ctx.set_matrix(sp.coo_matrix(A), symmetric=True)
+    ctx.factor(ordering="auto")
+    t1 = time.perf_counter()
+    x = ctx.solve(np.asarray(B, dtype=np.float64))
+    t2 = time.perf_counter()
+    nnz = int(ctx.factor_stats.nonzeros)
+    return BaselineRun(
+        x=np.asarray(x).reshape(np.shape(B)), factor_s=t1 - t0, solve_s=t2 - t1, factor_bytes=nnz * 12
+    )

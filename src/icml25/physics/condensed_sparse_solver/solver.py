@@ -14,10 +14,20 @@ Forward (Alg. 1):
     top            factor what is left (Cholesky/LU); see "outer-boundary nodes"
     RHS            f_R -= Y W^-1 f_G at every step, then top solve, then
                    x_G = W^-1 f_G - W^-1 Z x_R top-down                     (back-substitution)
-The right-hand side lives in one global vector ``f`` (gather ``f_G``, batched matmul, scatter-add
-into ``f_R``), so no per-patch ``beta`` split is needed: every node is eliminated exactly once and
-``f_G`` is final when its step runs. Factors are explicit inverses (``W^-1``, ``W^-1 Z``, and
-``Y W^-1`` when ``A`` is not symmetric), so a solve is only gathers, matmuls and scatters.
+                   (Cholesky path: y = L^-1 f_G, f_R -= V^T y; x_G = L^-T (y - V x_R))
+The right-hand side lives in one node-major vector ``f`` (gather ``f_G``, batched matmul,
+``scatter_add_`` into ``f_R``), so no per-patch ``beta`` split is needed: every node is eliminated
+exactly once and ``f_G`` is final when its step runs.
+
+Implementation for speed on CPUs (same maths): on the symmetric (Cholesky) path no explicit
+``W^-1`` is formed: ``W = L L^T``, ``V = L^-1 Z`` and ``D = X - V^T V``, one fused batched gemm
+(``baddbmm_`` with beta = 1) writing in place into ``X``; the factors kept are ``L^-1`` and ``V``,
+so a solve is gathers, batched matmuls and scatter-adds. Merges copy the two children's DtN blocks
+straight into preallocated ``X``/``Z``/``W`` buffers (add only on the shared edge, zero only the
+blocks neither child covers; the block plan is computed once per level shape), the ``X`` buffers
+ping-pong between levels and the scratch space is reused, so children are freed as soon as they
+are merged. Symmetry is tested once per factorisation. Per-level seconds and flops are recorded
+(``SchurFactor.level_stats``). Small CPU problems run on one thread.
 
 Choices beyond the paper: symmetric input uses Cholesky (``cholesky_ex``) for every block and fails
 with a clear error if a block is not positive definite (indefinite or singular operators are
@@ -36,9 +46,12 @@ coefficients by autograd.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -100,24 +113,24 @@ def estimate_memory(
     plan = elimination_plan(layout, individual_below)
     e = _elem(dtype)
     factors = 0
-    peak_tmp = 0
-    prev_nb = layout.w * layout.w
-    prev_sub = layout.n_patches
+    ny = 1 if symmetric else 2
+    # uniform levels: two ping-pong X buffers and one Z/W(/Y) scratch buffer, sized for the largest level
+    x_size = max(lvl.n_sub * lvl.nR * lvl.nR for lvl in plan.levels)
+    zw_size = max(lvl.n_sub * lvl.nG * (lvl.nR * ny + lvl.nG) for lvl in plan.levels)
+    peak_tmp = batch * ((2 if len(plan.levels) > 1 else 1) * x_size + zw_size) * e
     for lvl in plan.levels:
         nR, nG, n = lvl.nR, lvl.nG, lvl.n_sub
-        factors += batch * n * (nG * nG + nG * nR * (1 if symmetric else 2)) * e
+        factors += batch * n * (nG * nG + nG * nR * ny) * e
         factors += n * (nR + nG) * 8  # index tensors
-        M = nR + nG
-        # new K and product temporaries, plus the previous level's K (its X block is D)
-        tmp = batch * (n * (M * M + 2 * nR * nR) + prev_sub * prev_nb * prev_nb) * e
-        peak_tmp = max(peak_tmp, tmp)
-        prev_nb, prev_sub = M, n
-    pool = prev_sub * prev_nb * prev_nb  # the last uniform level's K (holding its DtN) stays alive
+    # single steps: the last uniform X stays alive while its subdomains are merged, plus each live
+    # single result and the new step's X, Z, W
+    last = plan.levels[-1]
+    pool = last.n_sub * last.nR * last.nR
     for st in plan.singles:
         nR, nG = st.nR, st.nG
-        factors += batch * (nG * nG + nG * nR * (1 if symmetric else 2)) * e + (nR + nG) * 8
-        pool += (nR + nG) ** 2
-        peak_tmp = max(peak_tmp, batch * (pool + (nR + nG) ** 2 + 2 * nR * nR) * e)
+        factors += batch * (nG * nG + nG * nR * ny) * e + (nR + nG) * 8
+        pool += nR * nR
+        peak_tmp = max(peak_tmp, batch * (pool + nG * (nR * ny + nG)) * e)
     top = plan.gid_top.shape[0]
     factors += batch * top * top * e
     alpha = batch * layout.n_patches * (layout.w**4) * e
@@ -141,21 +154,44 @@ def _available_bytes(device: torch.device) -> int:
         return 2**62
 
 
+def _step_flops(nR: int, nG: int, symmetric: bool) -> float:
+    """Flops of one block elimination (see :func:`merge_flops`)."""
+    R, G = float(nR), float(nG)
+    if symmetric:  # Cholesky G^3/3, L^-1 G^3/3, V = L^-1 Z 2 G^2 R, X -= V^T V 2 R^2 G
+        return 2 * G**3 / 3 + 2 * G * G * R + 2 * R * R * G
+    # LU 2G^3/3, W^-1 4G^3/3, W^-1 Z and Y W^-1 2 G^2 R each, X -= Y (W^-1 Z) 2 R^2 G
+    return 2 * G**3 + 4 * G * G * R + 2 * R * R * G
+
+
+def _level_record(
+    level: int, n_sub: int, nR: int, nG: int, batch: int, symmetric: bool, seconds: float
+) -> dict[str, float]:
+    flops = batch * n_sub * _step_flops(nR, nG, symmetric)
+    return {
+        "level": float(level),
+        "n_sub": float(batch * n_sub),
+        "nR": float(nR),
+        "nG": float(nG),
+        "seconds": seconds,
+        "flops": flops,
+        "gflops": flops / seconds / 1e9 if seconds > 0 else float("nan"),
+    }
+
+
 def merge_flops(
     layout: PatchLayout, *, batch: int = 1, symmetric: bool = True, individual_below: int = 16
 ) -> dict[str, float]:
     """Floating-point operations of the Schwarz step, the Schur (merge) steps and the top factorisation.
 
-    Counts per block: Cholesky G^3/3 + inverse 2G^3/3 (LU: 2G^3/3 + 4G^3/3), ``W^-1 Z`` 2 G^2 R,
-    ``Y W^-1`` 2 R G^2 (non-symmetric only), ``Y (W^-1 Z)`` 2 R^2 G; top Cholesky n^3/3 (LU 2n^3/3).
+    Counts per block (Cholesky path): Cholesky G^3/3, triangular inverse G^3/3, ``V = L^-1 Z``
+    2 G^2 R, ``X -= V^T V`` 2 R^2 G; LU path: LU 2G^3/3 + inverse 4G^3/3, ``W^-1 Z`` and
+    ``Y W^-1`` 2 G^2 R each, ``Y (W^-1 Z)`` 2 R^2 G; top Cholesky n^3/3 (LU 2n^3/3).
     """
     plan = elimination_plan(layout, individual_below)
     out = {"schwarz": 0.0, "merge": 0.0, "top": 0.0}
     all_steps: list[LevelPlan | SingleStep] = [*plan.levels, *plan.singles]
     for k, lvl in enumerate(all_steps):
-        R, G = float(lvl.nR), float(lvl.nG)
-        inv = G**3 if symmetric else 2 * G**3
-        f = inv + 2 * G * G * R + 2 * R * R * G + (0 if symmetric else 2 * R * G * G)
+        f = _step_flops(lvl.nR, lvl.nG, symmetric)
         out["schwarz" if k == 0 else "merge"] += batch * lvl.n_sub * f
     n = float(plan.gid_top.shape[0])
     out["top"] = batch * n**3 * (1 / 3 if symmetric else 2 / 3)
@@ -164,11 +200,18 @@ def merge_flops(
 
 @dataclass
 class _Step:
+    """Stored factors of one elimination step.
+
+    Cholesky path (``chol``): ``Winv`` holds ``L^-1`` (``W = L L^T``) and ``WinvZ`` holds
+    ``V = L^-1 Z``, so ``D = X - V^T V``. LU path: ``W^-1``, ``W^-1 Z`` and ``Y W^-1``.
+    """
+
     gid_r: Tensor  # [n_sub, nR] long
     gid_g: Tensor  # [n_sub, nG] long
     Winv: Tensor  # [B, n_sub, nG, nG]
     WinvZ: Tensor  # [B, n_sub, nG, nR]
-    YWinv: Tensor | None  # [B, n_sub, nR, nG]; None when symmetric (= WinvZ^T)
+    YWinv: Tensor | None  # [B, n_sub, nR, nG]; None on the Cholesky path
+    chol: bool = False
 
 
 def _all_finite(t: Tensor) -> bool:
@@ -192,28 +235,22 @@ def _pivot_check(diag: Tensor, what: str, squared: bool) -> None:
         )
 
 
-def _schur_update(X: Tensor, A: Tensor, B: Tensor) -> Tensor:
-    """``D = X - A @ B``.
+def _as3(t: Tensor) -> Tensor:
+    """``[..., n, m]`` contiguous -> ``[batch, n, m]`` view."""
+    return t.view(-1, t.shape[-2], t.shape[-1])
 
-    For few large blocks in place in K's X block (one gemm with beta = 1, no extra pass over
-    memory); for many small blocks out of place (torch's in-place batched gemm on a strided
-    output runs one call per matrix, which is slower there).
+
+def _eliminate(
+    X: Tensor, Z: Tensor, W: Tensor, Y: Tensor | None, spd: bool, what: str
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """One batched Schur complement in place: ``X <- X - Y W^-1 Z`` (Schwarz and Schur steps, Alg. 2 and 4).
+
+    ``X [.., R, R]``, ``Z [.., G, R]``, ``W [.., G, G]`` are contiguous; ``Y`` is ``Z^T`` when
+    symmetric (None). Cholesky path: ``W = L L^T``, ``V = L^-1 Z``, ``X -= V^T V`` fused into one
+    batched gemm with beta = 1 (no explicit ``W^-1``; the paper's explicit inverse costs ``G^3``
+    more and needs two products). Returns the stored factors (see :class:`_Step`).
     """
-    n, m = X.shape[-2], X.shape[-1]
-    k = A.shape[-1]
-    if n == 0 or m == 0:
-        return X
-    X3 = X.view(-1, n, m)  # a view: the batch dims of a block of a contiguous K merge
-    if X3.shape[0] > 64:
-        return X - A @ B
-    X3.baddbmm_(A.reshape(-1, n, k), B.reshape(-1, k, m), alpha=-1)
-    return X
-
-
-def _eliminate(K: Tensor, nR: int, spd: bool, what: str) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """One batched Schur complement: ``D = X - Y W^-1 Z`` (Schwarz and Schur steps, Alg. 2 and 4)."""
-    X, Y = K[..., :nR, :nR], K[..., :nR, nR:]
-    Z, W = K[..., nR:, :nR], K[..., nR:, nR:]
+    nG, nR = Z.shape[-2], Z.shape[-1]
     if spd:
         L, info = torch.linalg.cholesky_ex(W)
         if bool((info > 0).any()):
@@ -222,54 +259,138 @@ def _eliminate(K: Tensor, nR: int, spd: bool, what: str) -> tuple[Tensor, Tensor
                 "pass spd=False to factorise it with LU (no pivoting across subdomains)"
             )
         _pivot_check(L.diagonal(dim1=-2, dim2=-1), what, squared=True)
-        Winv = torch.cholesky_inverse(L)
-        WinvZ = Winv @ Z
-        # D = X - Y W^-1 Z with Y = Z^T (Cholesky reads one triangle only)
-        return _schur_update(X, Z.mT, WinvZ), Winv, WinvZ, None
+        eye = torch.eye(nG, dtype=W.dtype, device=W.device).expand_as(W)
+        Linv = torch.linalg.solve_triangular(L, eye, upper=False)
+        V = torch.matmul(Linv, Z)
+        if nR > 0:
+            _as3(X).baddbmm_(_as3(V).mT, _as3(V), alpha=-1)
+        return Linv, V, None
     LU, piv, info = torch.linalg.lu_factor_ex(W)
     if bool((info > 0).any()):
         raise SingularOperatorError(f"{what}: a block is exactly singular")
     _pivot_check(LU.diagonal(dim1=-2, dim2=-1), what, squared=False)
-    eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device).expand_as(W)
+    eye = torch.eye(nG, dtype=W.dtype, device=W.device).expand_as(W)
     Winv = torch.linalg.lu_solve(LU, piv, eye)
-    WinvZ = Winv @ Z
-    YWinv = Y @ Winv
-    return _schur_update(X, Y, WinvZ), Winv, WinvZ, YWinv
+    WinvZ = torch.matmul(Winv, Z)
+    assert Y is not None
+    YWinv = torch.matmul(Y, Winv)
+    if nR > 0:
+        _as3(X).baddbmm_(_as3(Y), _as3(WinvZ), alpha=-1)
+    return Winv, WinvZ, YWinv
 
 
-def _scatter_add_blocks(K: Tensor, c: Tensor, runs: tuple[tuple[int, int, int, int], ...]) -> None:
-    """``K[pos, pos] += c`` for a child's DtN ``c``, as block copies over runs of consecutive positions.
+# One block operation of a merge: (child, target, row seg, col seg, mode); a segment is
+# (child start, length, target start, step); target 0 = X (R,R), 1 = Z (G,R), 2 = W (G,G), 3 = Y (R,G);
+# mode 0 = copy, 1 = add, 2 = zero-fill (child unused).
+_Seg = tuple[int, int, int, int]
+_Op = tuple[int, int, _Seg, _Seg, int]
 
-    A descending run is a child ring that walks the shared edge the other way (the paper's flip ``J``).
+
+def _segments(pos: np.ndarray, shared: np.ndarray, nR: int) -> list[tuple[_Seg, int, bool]]:
+    """Split a child -> ``[R, G]`` position map into maximal runs (step +-1) inside one part.
+
+    Returns ``((child start, length, start inside its part, step), part (0 = R, 1 = G), shared)``.
     """
-    if len(runs) > 8:  # scattered map: one advanced-index scatter instead
-        pos = torch.cat([torch.arange(m, m + s * n, s) for _, n, m, s in runs]).to(K.device)
-        K[..., pos[:, None], pos[None, :]] += c
+    out: list[tuple[_Seg, int, bool]] = []
+    i, n = 0, len(pos)
+    while i < n:
+        part = int(pos[i] >= nR)
+        sh = bool(shared[pos[i]])
+        j, step = i + 1, 1
+        if j < n and abs(int(pos[j] - pos[i])) == 1:
+            step = int(pos[j] - pos[i])
+        while (
+            j < n
+            and int(pos[j] - pos[j - 1]) == step
+            and int(pos[j] >= nR) == part
+            and bool(shared[pos[j]]) == sh
+        ):
+            j += 1
+        out.append(((i, j - i, int(pos[i]) - part * nR, step), part, sh))
+        i = j
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _merge_ops(pos1: bytes, pos2: bytes, nR: int, nG: int, with_y: bool) -> tuple[_Op, ...]:
+    """The block copies that assemble a merged ``[R, G]`` matrix from two children (Alg. 4's scatter-add).
+
+    Child 1 is copied, child 2 copied where it alone covers the block and added where both do
+    (the shared edge), and only the blocks neither child covers are zero-filled: no full zero fill,
+    no full-size scatter-add. Descending runs are the paper's edge flip ``J``.
+    """
+    p1 = np.frombuffer(pos1, dtype=np.int64)
+    p2 = np.frombuffer(pos2, dtype=np.int64)
+    shared = np.zeros(nR + nG, dtype=bool)
+    shared[np.intersect1d(p1, p2)] = True
+    seg1, seg2 = _segments(p1, shared, nR), _segments(p2, shared, nR)
+    target = {(0, 0): 0, (1, 0): 1, (1, 1): 2, (0, 1): 3}
+    ops: list[_Op] = []
+    for child, segs in ((0, seg1), (1, seg2)):
+        for si, pi, shi in segs:
+            for sj, pj, shj in segs:
+                t = target[(pi, pj)]
+                if t == 3 and not with_y:
+                    continue
+                mode = 1 if (child == 1 and shi and shj) else 0
+                ops.append((child, t, si, sj, mode))
+    for a, b in ((seg1, seg2), (seg2, seg1)):
+        for si, pi, shi in a:
+            for sj, pj, shj in b:
+                if shi or shj:
+                    continue
+                t = target[(pi, pj)]
+                if t == 3 and not with_y:
+                    continue
+                ops.append((-1, t, si, sj, 2))
+    return tuple(ops)
+
+
+def _target_slice(seg: _Seg) -> slice:
+    _, n, m, s = seg
+    return slice(m, m + n) if s > 0 else slice(m - n + 1, m + 1)
+
+
+def _assemble_into(
+    children: tuple[Tensor, Tensor], targets: tuple[Tensor, ...], ops: tuple[_Op, ...]
+) -> None:
+    """Apply :func:`_merge_ops` block operations (children and targets share their leading dims)."""
+    for child, t, si, sj, mode in ops:
+        tgt = targets[t][..., _target_slice(si), _target_slice(sj)]
+        if mode == 2:
+            tgt.zero_()
+            continue
+        c = children[child]
+        src = c[..., si[0] : si[0] + si[1], sj[0] : sj[0] + sj[1]]
+        flips = [d for d, s in ((-2, si[3]), (-1, sj[3])) if s < 0]
+        if flips:
+            src = src.flip(flips)
+        if mode == 0:
+            tgt.copy_(src)
+        else:
+            tgt.add_(src)
+
+
+_SMALL_WORK = 2e7  # flops below which one thread is faster than waking a thread pool
+
+
+@contextlib.contextmanager
+def _one_thread_if_small(work: float, device: torch.device) -> Iterator[None]:
+    """Run small CPU problems on one thread (restored afterwards).
+
+    A tiny factorisation is hundreds of calls on a few small blocks; each batched torch call opens a
+    parallel region, and on a loaded machine waking the other threads costs far more than the work
+    (we measured 10x on a 17^2 grid). Large problems keep the caller's setting.
+    """
+    n = torch.get_num_threads()
+    if device.type != "cpu" or work >= _SMALL_WORK or n == 1:
+        yield
         return
-    for ci, ni, mi, si in runs:
-        rows = slice(mi, mi + ni) if si > 0 else slice(mi - ni + 1, mi + 1)
-        for cj, nj, mj, sj in runs:
-            cols = slice(mj, mj + nj) if sj > 0 else slice(mj - nj + 1, mj + 1)
-            block = c[..., ci : ci + ni, cj : cj + nj]
-            flips = [d for d, s in ((-2, si), (-1, sj)) if s < 0]
-            if flips:
-                block = block.flip(flips)
-            K[..., rows, cols] += block
-
-
-def _assemble(
-    c1: Tensor,
-    c2: Tensor,
-    runs1: tuple[tuple[int, int, int, int], ...],
-    runs2: tuple[tuple[int, int, int, int], ...],
-    shape: tuple[int, ...],
-    view: tuple[int, ...],
-) -> Tensor:
-    """K over ``[R, G]`` from two children's DtN matrices (the Schur step's scatter-add, Alg. 4)."""
-    K = c1.new_zeros(shape)
-    _scatter_add_blocks(K.view(view), c1, runs1)
-    _scatter_add_blocks(K.view(view), c2, runs2)
-    return K
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def _sync(device: torch.device) -> None:
@@ -284,6 +405,9 @@ class SchurFactor:
     Attributes:
         layout: the patch layout; ``symmetric``: Cholesky path (``solve_transposed == solve``).
         stats: timings (``schwarz_s``, ``merge_s``, ``top_s``) and flop counts of the factorisation.
+        level_stats: one record per elimination step (``level``, ``n_sub``, ``nR``, ``nG``,
+            ``seconds``, ``flops``, ``gflops``; the update shape is ``n_sub`` products
+            ``[nR, nG] x [nG, nR]``), for per-level efficiency against a same-shape batched matmul.
     """
 
     layout: PatchLayout
@@ -293,6 +417,7 @@ class SchurFactor:
     gid_top: Tensor
     top: tuple[Tensor, ...]
     stats: dict[str, float] = field(default_factory=dict)
+    level_stats: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
@@ -344,38 +469,91 @@ class SchurFactor:
         return x if len(shape) == 4 else x[..., 0]
 
     def _solve_flat(self, f: Tensor, transposed: bool) -> Tensor:
-        """Solve on padded flat ``f [B, N, C]`` (RHS elimination and back-substitution, Alg. 1)."""
-        f = f.clone()
-        B, _, C = f.shape
+        """Solve on padded flat ``f [B, N, C]`` (RHS elimination and back-substitution, Alg. 1).
 
-        def gather(v: Tensor, ids: Tensor) -> Tensor:  # [B, N, C] -> [B, n_sub, k, C]
-            return v.index_select(1, ids.reshape(-1)).reshape(B, ids.shape[0], ids.shape[1], C)
+        One node-major vector ``[N, B*C]`` carries everything: the bottom-up pass overwrites each
+        step's ``f_G`` with what the back-substitution needs (``L^-1 f_G`` on the Cholesky path),
+        and the top-down pass overwrites it with ``x_G`` (each node is eliminated by exactly one
+        step). Gathers are row selections and the scatter-add is ``scatter_add_`` (both over whole
+        rows of ``B*C`` values), one batched product per step and phase.
+        """
+        B, N, C = f.shape
+        with _one_thread_if_small(40.0 * N * B * C, f.device):
+            return self._solve_flat_impl(f, transposed)
 
+    def _solve_flat_impl(self, f: Tensor, transposed: bool) -> Tensor:
+        B, N, C = f.shape
+        K = B * C
+        v = f.permute(1, 0, 2).reshape(N, K).clone()
+
+        def gather(ids: Tensor) -> Tensor:  # [n_sub, k] ids -> [B, n_sub, k, C]
+            g = v.index_select(0, ids.reshape(-1)).view(ids.shape[0], ids.shape[1], B, C)
+            return g.permute(2, 0, 1, 3)
+
+        def flat(t: Tensor) -> Tensor:  # [B, n_sub, k, C] -> [n_sub * k, B * C]
+            return t.permute(1, 2, 0, 3).reshape(-1, K)
+
+        def put(ids: Tensor, t: Tensor) -> None:
+            v.index_copy_(0, ids.reshape(-1), flat(t))
+
+        def pieces(st: _Step) -> list[tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]]:
+            """The step's subdomains in pieces whose temporaries stay below ~16 MB (same factors).
+
+            Subdomains of one step never share eliminated nodes, so pieces are independent.
+            """
+            n_sub, nG, nR = st.WinvZ.shape[1], st.WinvZ.shape[2], st.WinvZ.shape[3]
+            k = max(1, min(n_sub, math.ceil(n_sub * (nR + nG) * K / 2**21)))
+            if k == 1:
+                return [(st.gid_g, st.gid_r, st.Winv, st.WinvZ, st.YWinv)]
+            out = []
+            for sl in torch.arange(n_sub).tensor_split(k):
+                a, b = int(sl[0]), int(sl[-1]) + 1
+                Y = None if st.YWinv is None else st.YWinv[:, a:b]
+                out.append((st.gid_g[a:b], st.gid_r[a:b], st.Winv[:, a:b], st.WinvZ[:, a:b], Y))
+            return out
+
+        keep = K <= 8  # few columns: keep each y (no write-back, no re-gather)
+        ys: list[Tensor] = []
         for st in self.steps:  # RHS elimination, bottom-up: f_R -= Y W^-1 f_G
-            # (Y W^-1) of A^T, or of symmetric A, is (W^-1 Z)^T
-            M = st.WinvZ.mT if transposed or st.YWinv is None else st.YWinv
-            upd = M @ gather(f, st.gid_g)
-            f.index_add_(1, st.gid_r.reshape(-1), upd.reshape(B, -1, C), alpha=-1)
-        x = torch.zeros_like(f)
+            for gid_g, gid_r, Winv, WinvZ, YWinv in pieces(st):
+                fG = gather(gid_g)
+                if st.chol:  # y = L^-1 f_G (kept in f_G); f_R -= V^T y
+                    fG = torch.matmul(Winv, fG)
+                    if keep:
+                        ys.append(fG)
+                    else:
+                        put(gid_g, fG)
+                    upd = torch.matmul(WinvZ.mT, fG)
+                else:  # (Y W^-1) of A^T is (W^-1 Z)^T
+                    M = WinvZ.mT if transposed or YWinv is None else YWinv
+                    upd = torch.matmul(M, fG)
+                if upd.shape[-2] > 0:
+                    u = flat(upd).neg_()
+                    ids = gid_r.reshape(-1, 1).expand(-1, K)
+                    v.scatter_add_(0, ids, u)
         if self.top:
-            fT = f.index_select(1, self.gid_top)
+            fT = v.index_select(0, self.gid_top).view(-1, B, C).permute(1, 0, 2)
             if self.symmetric:
                 xT = torch.cholesky_solve(fT, self.top[0])
             else:
                 xT = torch.linalg.lu_solve(self.top[0], self.top[1], fT, adjoint=transposed)
-            x.index_copy_(1, self.gid_top, xT)
+            v.index_copy_(0, self.gid_top, xT.permute(1, 0, 2).reshape(-1, K))
         for st in reversed(self.steps):  # back-substitution: x_G = W^-1 f_G - W^-1 Z x_R
-            fG, xR = gather(f, st.gid_g), gather(x, st.gid_r)
-            if transposed and st.YWinv is not None:
-                xG = st.Winv.mT @ fG - st.YWinv.mT @ xR
-            else:
-                xG = st.Winv @ fG - st.WinvZ @ xR
-            x.index_copy_(1, st.gid_g.reshape(-1), xG.reshape(B, -1, C))
-        if not _all_finite(x):
+            for gid_g, gid_r, Winv, WinvZ, YWinv in reversed(pieces(st)):
+                fG = ys.pop() if keep and st.chol else gather(gid_g)
+                xR = gather(gid_r)
+                if st.chol:  # x_G = L^-T (y - V x_R)
+                    xG = torch.matmul(Winv.mT, fG - torch.matmul(WinvZ, xR))
+                elif transposed and YWinv is not None:
+                    xG = Winv.mT @ fG - YWinv.mT @ xR
+                else:
+                    xG = Winv @ fG - WinvZ @ xR
+                put(gid_g, xG)
+        if not _all_finite(v):
             raise SingularOperatorError(
                 "the solution is not finite: the operator is singular or badly scaled"
             )
-        return x
+        return v.view(N, B, C).permute(1, 0, 2)
 
     @torch.no_grad()
     def solve(self, rhs: Tensor) -> Tensor:
@@ -469,35 +647,69 @@ def factorize(
             f"factorising {B} system(s) on a {layout.padded_shape[0]}x{layout.padded_shape[1]} grid in "
             f"{alpha.dtype} needs an estimated {est} but only {limit / 2**30:.2f} GiB are available"
         )
+    work = sum(merge_flops(layout, batch=B, symmetric=use_chol, individual_below=individual_below).values())
+    with _one_thread_if_small(work, dev):
+        return _factorize(alpha, layout, use_chol, individual_below, est)
+
+
+def _factorize(
+    alpha: Tensor, layout: PatchLayout, use_chol: bool, individual_below: int, est: MemoryEstimate
+) -> SchurFactor:
+    """The level loop of :func:`factorize` (inputs already validated)."""
+    dev = alpha.device
+    B = alpha.shape[0]
     plan: EliminationPlan = elimination_plan(layout, individual_below)
     ww = layout.w * layout.w
     stats: dict[str, float] = {}
     steps: list[_Step] = []
+    level_stats: list[dict[str, float]] = []
+    dt = alpha.dtype
+    # Workspace reused across levels: X (the new DtN, in place) ping-pongs between two buffers
+    # (level k reads level k-1's from the other one); Z, W, Y share one scratch buffer.
+    x_size = max(B * lvl.n_sub * lvl.nR * lvl.nR for lvl in plan.levels)
+    zw_size = max(B * lvl.n_sub * lvl.nG * (lvl.nR * (1 if use_chol else 2) + lvl.nG) for lvl in plan.levels)
+    xbuf = [torch.empty(x_size, dtype=dt, device=dev) for _ in range(2 if len(plan.levels) > 1 else 1)]
+    zwbuf = torch.empty(zw_size, dtype=dt, device=dev)
+
+    def blocks(k: int, n: int, nR: int, nG: int) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        X = xbuf[k % len(xbuf)][: B * n * nR * nR].view(B, n, nR, nR)
+        o1 = B * n * nG * nR
+        Z = zwbuf[:o1].view(B, n, nG, nR)
+        W = zwbuf[o1 : o1 + B * n * nG * nG].view(B, n, nG, nG)
+        Y = None if use_chol else zwbuf[o1 + B * n * nG * nG : 2 * o1 + B * n * nG * nG].view(B, n, nR, nG)
+        return X, Z, W, Y
+
     _sync(dev)
-    t0 = time.perf_counter()
+    t_start = t0 = time.perf_counter()
     D = torch.empty(0)
     for k, lvl in enumerate(plan.levels):
-        if k == 1:
-            _sync(dev)
-            stats["schwarz_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-        if k == 0:  # Schwarz step: K = alpha_p in [ring, interior] order
+        nR, nG, n = lvl.nR, lvl.nG, lvl.n_sub
+        X, Z, W, Y = blocks(k, n, nR, nG)
+        if k == 0:  # Schwarz step: gather alpha_p's blocks over [ring, interior]
             assert lvl.perm is not None
-            flat = torch.as_tensor((lvl.perm[:, None] * ww + lvl.perm[None, :]).reshape(-1), device=dev)
-            K = alpha.reshape(B, -1, ww * ww)[:, :, flat].reshape(B, -1, ww, ww)
-        else:  # Schur step: scatter-add the two children's DtN matrices over [R, G]
+            r_ids, g_ids = lvl.perm[:nR], lvl.perm[nR:]
+            a2 = alpha.reshape(B * n, ww * ww)
+            for T, rows, cols in ((X, r_ids, r_ids), (Z, g_ids, r_ids), (W, g_ids, g_ids), (Y, r_ids, g_ids)):
+                if T is None:
+                    continue
+                idx = torch.as_tensor((rows[:, None] * ww + cols[None, :]).reshape(-1), device=dev)
+                torch.gather(a2, 1, idx.expand(B * n, -1), out=T.view(B * n, -1))
+        else:  # Schur step: the two children's DtN blocks copied (added on the shared edge) over [R, G]
             m0, m1 = plan.levels[k - 1].counts
-            if lvl.axis == 0:  # D is a strided view of the previous K: split dims, never copy
+            if lvl.axis == 0:  # children are strided views of the previous level's X: never copied
                 D6 = D.unflatten(1, (m0 // 2, 2, m1))
                 c1, c2 = D6[:, :, 0], D6[:, :, 1]
             else:
                 D6 = D.unflatten(1, (m0, m1 // 2, 2))
                 c1, c2 = D6[:, :, :, 0], D6[:, :, :, 1]
-            M = lvl.nR + lvl.nG
-            K = _assemble(c1, c2, lvl.runs1, lvl.runs2, (B, lvl.n_sub, M, M), (B, *lvl.counts, M, M))
+            assert lvl.pos1 is not None and lvl.pos2 is not None
+            ops = _merge_ops(lvl.pos1.tobytes(), lvl.pos2.tobytes(), nR, nG, not use_chol)
+            shape = (B, *lvl.counts)
+            tg = tuple(T.view(*shape, *T.shape[-2:]) if T is not None else X for T in (X, Z, W, Y))
+            _assemble_into((c1, c2), tg, ops)
         what = "Schwarz step" if k == 0 else f"Schur step {k}"
-        D, Winv, WinvZ, YWinv = _eliminate(K, lvl.nR, use_chol, what)
-        del K
+        Winv, WinvZ, YWinv = _eliminate(X, Z, W, Y, use_chol, what)
+        D = X
         steps.append(
             _Step(
                 gid_r=torch.as_tensor(lvl.gid_r, device=dev),
@@ -505,23 +717,36 @@ def factorize(
                 Winv=Winv,
                 WinvZ=WinvZ,
                 YWinv=YWinv,
+                chol=use_chol,
             )
         )
+        _sync(dev)
+        t1 = time.perf_counter()
+        level_stats.append(_level_record(k, n, nR, nG, B, use_chol, t1 - t0))
+        if k == 0:
+            stats["schwarz_s"] = t1 - t0
+        t0 = t1
+    zwbuf = torch.empty(0, dtype=dt, device=dev)  # free the scratch space before the single steps
     if plan.singles:  # the last levels, one subdomain at a time (outer-boundary elimination)
-        if len(plan.levels) == 1:
-            _sync(dev)
-            stats["schwarz_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
         pool: list[Tensor | None] = [D[:, j] for j in range(D.shape[1])]
         for k, st in enumerate(plan.singles):
             c1, c2 = pool[st.child1], pool[st.child2]
             pool[st.child1] = pool[st.child2] = None  # children are consumed once: free them
-            M = st.nR + st.nG
             if c1 is None or c2 is None:  # pragma: no cover - the plan consumes each child once
                 raise RuntimeError("internal error: a subdomain was merged twice")
-            K = _assemble(c1[:, None], c2[:, None], st.runs1, st.runs2, (B, 1, M, M), (B, 1, M, M))
-            D, Winv, WinvZ, YWinv = _eliminate(K, st.nR, use_chol, f"Schur step {len(plan.levels) + k}")
-            del K
+            nR, nG = st.nR, st.nG
+            X = torch.empty(B, 1, nR, nR, dtype=dt, device=dev)
+            Z = torch.empty(B, 1, nG, nR, dtype=dt, device=dev)
+            W = torch.empty(B, 1, nG, nG, dtype=dt, device=dev)
+            Y = None if use_chol else torch.empty(B, 1, nR, nG, dtype=dt, device=dev)
+            ops = _merge_ops(st.pos1.tobytes(), st.pos2.tobytes(), nR, nG, not use_chol)
+            _assemble_into(
+                (c1[:, None], c2[:, None]), tuple(T if T is not None else X for T in (X, Z, W, Y)), ops
+            )
+            del c1, c2
+            Winv, WinvZ, YWinv = _eliminate(X, Z, W, Y, use_chol, f"Schur step {len(plan.levels) + k}")
+            del Z, W, Y
+            D = X
             pool.append(D[:, 0])
             steps.append(
                 _Step(
@@ -530,16 +755,18 @@ def factorize(
                     Winv=Winv,
                     WinvZ=WinvZ,
                     YWinv=YWinv,
+                    chol=use_chol,
                 )
             )
+            _sync(dev)
+            t1 = time.perf_counter()
+            level_stats.append(_level_record(len(plan.levels) + k, 1, nR, nG, B, use_chol, t1 - t0))
+            t0 = t1
         del pool
+    xbuf.clear()  # D (the last X) keeps its buffer alive as long as it is needed
     _sync(dev)
-    if len(plan.levels) == 1 and not plan.singles:
-        stats["schwarz_s"] = time.perf_counter() - t0
-        stats["merge_s"] = 0.0
-    else:
-        stats["merge_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    stats["merge_s"] = t0 - t_start - stats["schwarz_s"]
     Dtop = D[:, 0]
     top: tuple[Tensor, ...]
     if Dtop.shape[-1] == 0:  # the last single step eliminated everything
@@ -572,6 +799,7 @@ def factorize(
         gid_top=torch.as_tensor(plan.gid_top, device=dev),
         top=top,
         stats=stats,
+        level_stats=level_stats,
     )
 
 
