@@ -2945,6 +2945,138 @@ def _condensed_baselines() -> list[Case]:
     ]
 
 
+def _thinkdiff() -> list[Case]:
+    from icml25.generative.thinkdiff import (
+        Aligner,
+        AttributeJudge,
+        TinyFlowDecoder,
+        TinyFlowDecoderConfig,
+        TinyT5,
+        TinyT5Config,
+        ToyWorld,
+        random_split_batch,
+        sample_prompts,
+    )
+
+    slug = "thinkdiff"
+
+    def aligner() -> Aligner:
+        return Aligner(6, 4)
+
+    def decoder() -> TinyFlowDecoder:
+        return TinyFlowDecoder(
+            TinyFlowDecoderConfig(
+                text_dim=8, channels=(4, 8), queries=1, num_heads=2, cond_dim=8, image_size=4
+            )
+        )
+
+    def t5() -> TinyT5:
+        return TinyT5(TinyT5Config(vocab_size=10, d_model=8, num_heads=2, enc_layers=1, dec_layers=1))
+
+    world = ToyWorld(4, shapes=("circle", "square"), colours=("red", "blue"), backgrounds=("black", "white"))
+    gen = torch.Generator().manual_seed(0)
+    return [
+        Case(slug, "shape", "Aligner wrong feature width", lambda: aligner()(torch.rand(2, 3, 5)), "d_in"),
+        Case(slug, "nonfinite", "Aligner NaN features", lambda: aligner()(torch.full((2, 3, 6), NAN)), "z"),
+        Case(slug, "empty", "Aligner no tokens", lambda: aligner()(torch.rand(2, 0, 6)), "z"),
+        Case(
+            slug,
+            "dtype",
+            "Aligner integer features",
+            lambda: aligner()(torch.ones(2, 3, 6, dtype=torch.long)),
+            "z",
+        ),
+        Case(slug, "size", "Aligner d_in 0", lambda: Aligner(0, 4), "d_in"),
+        Case(
+            slug,
+            "shape",
+            "random_split_batch 1-D features",
+            lambda: random_split_batch([torch.rand(3)], [[1, 2, 3]]),
+            "feats",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "random_split_batch inf features",
+            lambda: random_split_batch([torch.full((3, 2), float("inf"))], [[1, 2, 3]]),
+            "feats",
+        ),
+        Case(slug, "empty", "random_split_batch no examples", lambda: random_split_batch([], []), "feats"),
+        Case(
+            slug,
+            "dtype",
+            "random_split_batch integer features",
+            lambda: random_split_batch([torch.ones(3, 2, dtype=torch.long)], [[1, 2, 3]]),
+            "feats",
+        ),
+        Case(
+            slug,
+            "size",
+            "random_split_batch max_split 0",
+            lambda: random_split_batch([torch.rand(3, 2)], [[1, 2, 3]], max_split=0),
+            "max_split",
+        ),
+        Case(
+            slug,
+            "shape",
+            "TinyFlowDecoder.sample wrong width",
+            lambda: decoder().sample(torch.rand(2, 3, 5)),
+            "embeds",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "TinyFlowDecoder.sample NaN prompt",
+            lambda: decoder().sample(torch.full((2, 3, 8), NAN)),
+            "embeds",
+        ),
+        Case(
+            slug,
+            "empty",
+            "TinyFlowDecoder.sample no prompt tokens",
+            lambda: decoder().sample(torch.rand(2, 0, 8)),
+            "embeds",
+        ),
+        Case(
+            slug,
+            "size",
+            "TinyFlowDecoder.sample steps 0",
+            lambda: decoder().sample(torch.rand(2, 3, 8), steps=0),
+            "steps",
+        ),
+        Case(slug, "dtype", "TinyT5.encode float ids", lambda: t5().encode(torch.ones(2, 3)), "ids"),
+        Case(
+            slug,
+            "empty",
+            "TinyT5.encode no tokens",
+            lambda: t5().encode(torch.ones(2, 0, dtype=torch.long)),
+            "ids",
+        ),
+        Case(
+            slug,
+            "shape",
+            "TinyT5.loss memory wrong width",
+            lambda: t5().loss(torch.rand(2, 3, 5), None, torch.ones(2, 2, dtype=torch.long)),
+            "memory",
+        ),
+        Case(
+            slug,
+            "nonfinite",
+            "AttributeJudge NaN images",
+            lambda: AttributeJudge(2, 2, 2)(torch.full((1, 3, 4, 4), NAN)),
+            "images",
+        ),
+        Case(
+            slug,
+            "size",
+            "sample_prompts shots 0",
+            lambda: sample_prompts(world, "color_i", 0, 2, gen),
+            "shots",
+        ),
+        Case(slug, "size", "ToyWorld image_size 0", lambda: ToyWorld(0), "image_size"),
+    ]
+
+
 CASES: list[Case] = [
     *_rfm(),
     *_lvlingam(),
@@ -2984,6 +3116,7 @@ CASES: list[Case] = [
     *_epicoder(),
     *_nice(),
     *_condensed_baselines(),
+    *_thinkdiff(),
 ]
 
 

@@ -532,8 +532,13 @@ PAPERS: tuple[Paper, ...] = (
             "diffusion decoder reach 46.3% 4-shot accuracy on CoBSAT in-context reasoning versus 19.2% for "
             "SEED-LLaMA."
         ),
-        baseline="SEED-LLaMA; reconstruction-style (diffusion-loss) alignment",
-        tags=("stochastic", "llm", "gpu", "slow", "simulated"),
+        baseline=(
+            "reconstruction-style (diffusion-loss) alignment; input-token alignment; query-only "
+            "text-to-image; the paper also compares SEED-LLaMA (not run here)"
+        ),
+        tags=("stochastic", "gpu", "slow", "simulated"),
+        status="checked",
+        extra="generative",
     ),
     Paper(
         slug="tarflow",
