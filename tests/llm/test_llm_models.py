@@ -304,3 +304,29 @@ def test_tiny_random_llama_is_seeded_and_validated() -> None:
         tiny_random_llama(hidden_size=30)
     with pytest.raises(ValueError, match="init_std"):
         tiny_random_llama(init_std=float("nan"))
+
+
+def test_tiny_random_chat_model_is_seeded_and_leaves_the_rng_alone() -> None:
+    import torch
+
+    from icml25.llm import tiny_random_chat_model
+
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    a = tiny_random_chat_model()
+    assert torch.equal(torch.rand(3), expected)  # building it does not move the caller's RNG
+    b, c = tiny_random_chat_model(), tiny_random_chat_model(seed=1)
+    pa, pb, pc = (next(m.model.parameters()) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+    # every printable character is one token, and the chat template wraps the turn
+    ids = a.tokenizer("ab\n", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 3 and a.tokenizer.decode(ids) == "ab\n"
+    from icml25.llm.chat import GenerationConfig
+
+    reply = a.generate([[{"role": "user", "content": "hi"}]], GenerationConfig(temperature=0, max_tokens=5))
+    assert len(reply) == 1 and len(reply[0]) == 1 and isinstance(reply[0][0], str)
+    with pytest.raises(ValueError, match="seed"):
+        tiny_random_chat_model(seed=-1)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        tiny_random_chat_model(max_position_embeddings=0)

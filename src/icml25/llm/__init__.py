@@ -10,13 +10,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ChatModel", "load_causal_lm", "load_chat_model", "resolve_model_path", "tiny_random_llama"]
+__all__ = [
+    "ChatModel",
+    "load_causal_lm",
+    "load_chat_model",
+    "resolve_model_path",
+    "tiny_random_chat_model",
+    "tiny_random_llama",
+]
 
 _LAZY = {
     "ChatModel": "icml25.llm.chat",
     "load_causal_lm": "icml25.llm.models",
     "load_chat_model": "icml25.llm.models",
     "resolve_model_path": "icml25.llm.models",
+    "tiny_random_chat_model": "icml25.llm.models",
     "tiny_random_llama": "icml25.llm.models",
 }
 

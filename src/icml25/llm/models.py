@@ -370,3 +370,56 @@ def tiny_random_llama(
                 if param.ndim > 1:
                     param.copy_(torch.randn(param.shape, generator=generator) * init_std)
     return model
+
+
+def tiny_random_chat_model(*, seed: int = 0, max_position_embeddings: int = 4096) -> Any:
+    """A chat model whose replies are noise: a 1-layer, width-16 random ``LlamaForCausalLM`` over
+    single printable characters, with a ChatML template, all built in code.
+
+    The smoke (``tiny``) scale of the checks that prompt an LLM uses it to run the whole path
+    (chat template, generation, parsing) in well under a second. Weights are drawn after
+    ``torch.manual_seed(seed)`` inside a forked RNG, so building it never moves the caller's
+    random state.
+    """
+    for name, value in (("seed", seed), ("max_position_embeddings", max_position_embeddings)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "seed" else 1):
+            raise ValueError(f"{name} must be a {'non-negative' if name == 'seed' else 'positive'} integer")
+    import torch
+
+    transformers = require("transformers")
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    from icml25.llm.local import LocalChatModel
+
+    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
+    vocab = specials + [chr(i) for i in range(32, 127)] + ["\n"]
+    core = Tokenizer(models.WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|im_(?:start|end)\|>|[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token="<unk>",
+        eos_token="<|im_end|>",
+        bos_token="<|im_start|>",
+        pad_token="<unk>",
+    )
+    tok.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    config = transformers.LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(config).eval()
+    return LocalChatModel(model, tok, name="tiny-random-llama-chars")

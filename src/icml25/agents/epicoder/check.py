@@ -236,44 +236,9 @@ CLAIM = Claim(
 
 def _tiny_chat_model() -> ChatModel:
     """A 1-layer random Llama over single characters with a chat template, built in code."""
-    import torch
-    import transformers
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from icml25.llm.models import tiny_random_chat_model
 
-    from icml25.llm.local import LocalChatModel
-
-    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
-    vocab = specials + [chr(i) for i in range(32, 127)] + ["\n"]
-    core = Tokenizer(models.WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|im_(?:start|end)\|>|[\s\S]"), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        unk_token="<unk>",
-        eos_token="<|im_end|>",
-        bos_token="<|im_start|>",
-        pad_token="<unk>",
-    )
-    tok.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    cfg = transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=4096,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = transformers.LlamaForCausalLM(cfg).eval()
-    return LocalChatModel(model, tok, name="tiny-random-llama-chars")
+    return tiny_random_chat_model()
 
 
 def _model(spec: str) -> ChatModel:

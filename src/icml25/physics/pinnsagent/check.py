@@ -172,41 +172,9 @@ CLAIM = Claim(
 def tiny_chat_model() -> Any:
     """A tiny randomly initialised Llama (1 layer, width 16) with a character-level tokenizer, both
     built in code: a fast stand-in LLM for the smoke scale (its replies are noise)."""
-    import torch
-    import transformers
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from icml25.llm.models import tiny_random_chat_model
 
-    from icml25.llm.local import LocalChatModel
-
-    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
-    chars = [chr(i) for i in range(32, 127)] + ["\n"]
-    core = Tokenizer(models.WordLevel({s: i for i, s in enumerate(specials + chars)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|im_(?:start|end)\|>|[\s\S]"), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        unk_token="<unk>",
-        eos_token="<|im_end|>",
-        bos_token="<|im_start|>",
-        pad_token="<unk>",
-    )
-    tok.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    cfg = transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    return LocalChatModel(transformers.LlamaForCausalLM(cfg).eval(), tok, name="tiny-random-llama")
+    return tiny_random_chat_model()
 
 
 @functools.cache
