@@ -2182,15 +2182,18 @@ def _selekt() -> list[Case]:
 def _isotropic_merging() -> list[Case]:
     from icml25.language.isotropic_merging import (
         apply_merge,
+        cache_prefix,
         make_task,
         mean_sar,
         merge_iso_c,
         merge_iso_cts,
         merge_task_arithmetic,
         merge_ties,
+        merge_tsv_m,
         subspace_alignment_ratio,
         task_vectors,
     )
+    from icml25.llm.models import tiny_random_llama
 
     s = "isotropic_merging"
     tv = {"w": torch.ones(3, 2), "b": torch.ones(3)}
@@ -2260,6 +2263,73 @@ def _isotropic_merging() -> list[Case]:
             "common_space_fraction",
         ),
         Case(s, "size", "zero training examples", lambda: make_task("object", 0, 4, 4), "n_train"),
+        # added with TSV-M, the per-tensor TIES trim and the frozen-prefix cache
+        Case(
+            s,
+            "shape",
+            "TSV-M task vectors of different shapes",
+            lambda: merge_tsv_m([tv, {"w": torch.ones(2, 2), "b": torch.ones(3)}]),
+            "task_vecs",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "TSV-M NaN in a task vector",
+            lambda: merge_tsv_m([{"w": torch.full((2, 2), NAN)}]),
+            "task_vecs",
+        ),
+        Case(
+            s,
+            "nonfinite",
+            "TSV-M inf in a task vector",
+            lambda: merge_tsv_m([tv, {"w": torch.full((3, 2), float("inf")), "b": torch.ones(3)}]),
+            "task_vecs",
+        ),
+        Case(s, "empty", "TSV-M no task vectors", lambda: merge_tsv_m([]), "task_vecs"),
+        Case(s, "empty", "TSV-M empty state dict", lambda: merge_tsv_m([{}]), "task_vecs"),
+        Case(
+            s,
+            "dtype",
+            "TSV-M integer task vector",
+            lambda: merge_tsv_m([{"w": torch.ones(2, 2, dtype=torch.long)}]),
+            "task_vecs",
+        ),
+        Case(
+            s,
+            "dtype",
+            "TSV-M matrix predicate not callable",
+            lambda: merge_tsv_m([tv], is_matrix=1),
+            "is_matrix",
+        ),
+        Case(s, "dtype", "TIES unknown trim scope", lambda: merge_ties([tv], trim_scope=3), "trim_scope"),
+        Case(
+            s,
+            "size",
+            "TIES per-tensor density 0",
+            lambda: merge_ties([tv], density=0.0, trim_scope="per_tensor"),
+            "density",
+        ),
+        Case(
+            s,
+            "size",
+            "cache_prefix start layer 0",
+            lambda: cache_prefix(tiny_random_llama(), (torch.zeros(1, 2, dtype=torch.long),) * 3, 0),
+            "start_layer",
+        ),
+        Case(
+            s,
+            "empty",
+            "cache_prefix no rows",
+            lambda: cache_prefix(tiny_random_llama(), (torch.zeros(0, 2, dtype=torch.long),) * 3, 1),
+            "data",
+        ),
+        Case(
+            s,
+            "dtype",
+            "cache_prefix float token ids",
+            lambda: cache_prefix(tiny_random_llama(), (torch.zeros(1, 2),) * 3, 1),
+            "data",
+        ),
     ]
 
 

@@ -930,8 +930,8 @@ PAPERS: tuple[Paper, ...] = (
             "merging 8-20 fine-tuned ViTs (95.6% vs 80.7%)."
         ),
         baseline=(
-            "task arithmetic and TIES (and weight averaging), the same merge-coefficient grid chosen on "
-            "validation for every merge"
+            "task arithmetic and TIES (both tested against mergekit), TSV-M and weight averaging, the "
+            "same merge-coefficient grid chosen on validation for every merge"
         ),
         tags=("stochastic", "llm", "simulated"),
         status="checked",

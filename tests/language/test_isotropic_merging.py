@@ -1,6 +1,7 @@
 """Tests for isotropic model merging (No Task Left Behind: Isotropic Model Merging with Common and
-Task-Specific Subspaces, arXiv 2502.04959): the merge rules against naive references, SAR, task
-vectors from state dicts and Hugging Face folders, the generated tasks, and bad input."""
+Task-Specific Subspaces, arXiv 2502.04959): the merge rules against naive references, TSV-M,
+task arithmetic and TIES against mergekit on tiny Llama folders, SAR, task vectors from state dicts
+and Hugging Face folders, the generated tasks, the frozen-prefix cache, and bad input."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from icml25.language.isotropic_merging import (
     LabelCodec,
     apply_merge,
+    cache_prefix,
     encode_task,
     finetune_subset,
     label_accuracy,
@@ -24,6 +26,7 @@ from icml25.language.isotropic_merging import (
     merge_iso_cts,
     merge_task_arithmetic,
     merge_ties,
+    merge_tsv_m,
     normalized_accuracy,
     subspace_alignment_ratio,
     task_vectors,
@@ -207,12 +210,192 @@ def test_tasks_codec_and_finetune_subset_touch_only_named_weights() -> None:
     assert 0.0 <= acc <= 1.0
 
 
+def _orthogonal_tasks(
+    n_tasks: int, m: int, n: int, rank: int, seed: int = 0
+) -> list[dict[str, torch.Tensor]]:
+    """Task matrices with mutually orthogonal left and right subspaces (disjoint "supports")."""
+    g = torch.Generator().manual_seed(seed)
+    q_left = torch.linalg.qr(torch.randn(m, m, dtype=torch.float64, generator=g))[0]
+    q_right = torch.linalg.qr(torch.randn(n, n, dtype=torch.float64, generator=g))[0]
+    out = []
+    for t in range(n_tasks):
+        cols = slice(t * rank, (t + 1) * rank)
+        sig = torch.rand(rank, dtype=torch.float64, generator=g) + 0.5
+        w = (q_left[:, cols] * sig) @ q_right[:, cols].T
+        out.append({"w": w.float(), "b": torch.randn(m, generator=g)})
+    return out
+
+
+def test_tsv_m_equals_task_arithmetic_for_orthogonal_tasks() -> None:
+    # r = 9, T = 3: each task keeps k = 3 triplets, exactly its rank, so nothing is truncated and the
+    # polar factors leave the already orthonormal bases unchanged: TSV-M is the plain sum.
+    tvs = _orthogonal_tasks(3, 12, 9, rank=3)
+    out, ta = merge_tsv_m(tvs), merge_task_arithmetic(tvs)
+    assert torch.allclose(out["w"], ta["w"], atol=1e-5)
+    assert torch.allclose(out["b"], merge_average(tvs)["b"])
+
+
+def test_tsv_m_truncates_to_r_over_t_and_keeps_singular_values() -> None:
+    # Tasks of rank 4 > k = 3 with orthogonal subspaces: TSV-M is the sum of each task's best rank-3
+    # approximation, so its singular values are the union of the kept ones (not flattened).
+    tvs = _orthogonal_tasks(2, 10, 8, rank=4)
+    out = merge_tsv_m(tvs)["w"]
+    ref = torch.zeros(10, 8, dtype=torch.float64)
+    kept = []
+    for tv in tvs:
+        u, s, vh = torch.linalg.svd(tv["w"].double(), full_matrices=False)
+        ref += (u[:, :4] * s[:4]) @ vh[:4]
+        kept.append(s[:4])
+    assert torch.allclose(out.double(), ref, atol=1e-5)
+    s_out = torch.linalg.svdvals(out.double())
+    assert torch.allclose(s_out[:8], torch.sort(torch.cat(kept), descending=True).values, atol=1e-5)
+    tvs3 = _orthogonal_tasks(3, 12, 9, rank=3)
+    s3 = torch.linalg.svdvals(merge_tsv_m(tvs3[:2])["w"].double())
+    assert int((s3 > 1e-6).sum()) <= 2 * (9 // 2)
+
+
+def test_tsv_m_shapes_single_task_and_exclusions() -> None:
+    tvs = _tvs(n_tasks=3, m=12, n=8)
+    out = merge_tsv_m(tvs, exclude=("v",))
+    assert {k: v.shape for k, v in out.items()} == {k: v.shape for k, v in tvs[0].items()}
+    assert all(v.dtype == torch.float32 for v in out.values())
+    assert torch.allclose(out["v"], merge_average(tvs)["v"])
+    s = torch.linalg.svdvals(out["w"].double())
+    assert int((s > 1e-6).sum()) <= 3 * (8 // 3)
+    # one task keeps all its r triplets: TSV-M returns it unchanged
+    one = merge_tsv_m(tvs[:1])
+    assert torch.allclose(one["w"], tvs[0]["w"], atol=1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n_tasks=st.integers(1, 5), m=st.integers(2, 9), n=st.integers(2, 9), seed=st.integers(0, 10_000))
+def test_tsv_m_property_bases_are_orthonormal(n_tasks: int, m: int, n: int, seed: int) -> None:
+    # The merge is U_perp diag(sigma) V_perp^T with orthonormal bases, so its Frobenius norm is at
+    # most the norm of the concatenated singular values; order of tasks only permutes the blocks.
+    tvs = _tvs(n_tasks, m, n, seed)
+    out = merge_tsv_m(tvs)["w"].double()
+    assert torch.isfinite(out).all()
+    k = max(1, min(m, n) // n_tasks)
+    kept = torch.cat([torch.linalg.svdvals(tv["w"].double())[:k] for tv in tvs])
+    assert float(torch.linalg.norm(out)) <= float(torch.linalg.norm(kept)) * (1 + 1e-5) + 1e-6
+    if n_tasks * k <= min(m, n):
+        assert float(torch.linalg.norm(out)) == pytest.approx(float(torch.linalg.norm(kept)), rel=1e-4)
+        rev = merge_tsv_m(tvs[::-1])["w"].double()
+        assert torch.allclose(out, rev, atol=1e-4)
+
+
+def test_ties_per_tensor_trims_each_tensor_separately() -> None:
+    big = {"a": torch.tensor([10.0, 9.0, 8.0, 7.0]), "b": torch.tensor([0.4, -0.3, 0.2, 0.1])}
+    glob = merge_ties([big], density=0.5)
+    per = merge_ties([big], density=0.5, trim_scope="per_tensor")
+    # globally the 4 largest entries all sit in "a"; per tensor each keeps its own top half
+    assert torch.equal(glob["b"], torch.zeros(4)) and torch.equal(glob["a"], big["a"])
+    assert torch.allclose(per["a"], torch.tensor([10.0, 9.0, 0.0, 0.0]))
+    assert torch.allclose(per["b"], torch.tensor([0.4, -0.3, 0.0, 0.0]))
+    tvs = _tvs()
+    for k in tvs[0]:
+        one = merge_ties([{k: tv[k]} for tv in tvs], density=0.3)[k]
+        assert torch.allclose(merge_ties(tvs, density=0.3, trim_scope="per_tensor")[k], one)
+
+
+def _perturbed_llama_folders(root) -> tuple:
+    from icml25.llm.models import tiny_random_llama
+
+    base = tiny_random_llama(seed=1)
+    base.save_pretrained(root / "base")
+    dirs = []
+    for i in range(3):
+        model = tiny_random_llama(seed=1)
+        g = torch.Generator().manual_seed(10 + i)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.05 * torch.randn(p.shape, generator=g))
+        model.save_pretrained(root / f"ft{i}")
+        dirs.append(root / f"ft{i}")
+    return root / "base", dirs
+
+
+@pytest.mark.parametrize("method", ["task_arithmetic", "ties"])
+def test_merges_match_mergekit_on_tiny_llama_folders(tmp_path, method: str) -> None:
+    pytest.importorskip("mergekit")
+    from mergekit.config import MergeConfiguration
+    from mergekit.merge import run_merge
+    from mergekit.options import MergeOptions
+    from safetensors.torch import load_file
+
+    base_dir, dirs = _perturbed_llama_folders(tmp_path)
+    alpha, density = 0.7, 0.25  # density x every tensor size is an integer, so rounding cannot differ
+    # Our convention theta_0 + alpha * Delta: task arithmetic Delta = sum (mergekit: weights 1, no
+    # normalisation, lambda = alpha); TIES Delta = disjoint mean (mergekit normalises by the number
+    # of agreeing models) with the trim per tensor, as mergekit does it.
+    extra = {"density": density} if method == "ties" else {}
+    cfg = MergeConfiguration.model_validate(
+        {
+            "merge_method": method,
+            "base_model": str(base_dir),
+            "models": [{"model": str(d), "parameters": {"weight": 1.0, **extra}} for d in dirs],
+            "parameters": {"normalize": method == "ties", "lambda": alpha},
+            "dtype": "float32",
+        }
+    )
+    out_dir = tmp_path / "merged"
+    run_merge(
+        cfg,
+        str(out_dir),
+        MergeOptions(copy_tokenizer=False, write_model_card=False, quiet=True, lazy_unpickle=False),
+    )
+    theirs = load_file(str(out_dir / "model.safetensors"))
+    base = load_file(str(base_dir / "model.safetensors"))
+    tvs = task_vectors(base_dir, dirs)
+    if method == "ties":
+        delta = merge_ties(tvs, density=density, trim_scope="per_tensor")
+    else:
+        delta = merge_task_arithmetic(tvs)
+    ours = apply_merge(base, delta, alpha)
+    assert set(theirs) == set(ours)
+    diff = max(float((theirs[k].float() - ours[k].float()).abs().max()) for k in theirs)
+    assert diff < 1e-5
+    moved = max(float((theirs[k].float() - base[k].float()).abs().max()) for k in theirs)
+    assert moved > 1e-2  # the merge did something
+    if method == "ties":  # the default global trim is a different rule
+        glob = apply_merge(base, merge_ties(tvs, density=density), alpha)
+        assert max(float((theirs[k] - glob[k]).abs().max()) for k in theirs) > 1e-3
+
+
+def test_cache_prefix_gives_the_same_scores_and_training() -> None:
+    model = _tiny_llama()
+    task = make_task("language", 12, 4, 10, seed=2)
+    codec = LabelCodec(None)
+    ids = codec.label_ids(task.labels)
+    train, test = encode_task(codec, task.train, task.labels), encode_task(codec, task.test, task.labels)
+    c_train, c_test = cache_prefix(model, train, 1, batch_size=5), cache_prefix(model, test, 1)
+    assert c_test[0].shape == (*test[0].shape, 16) and c_test[0].is_floating_point()
+    assert label_accuracy(model, c_test, ids, start_layer=1) == label_accuracy(model, test, ids)
+    names = trainable_matrix_names(model, [1])
+    w_full, l_full = finetune_subset(model, train, ids, names, steps=3, lr=1e-2, batch_size=4, seed=1)
+    w_pre, l_pre = finetune_subset(
+        model, c_train, ids, names, steps=3, lr=1e-2, batch_size=4, seed=1, start_layer=1
+    )
+    assert l_pre == pytest.approx(l_full, rel=1e-4, abs=1e-5)
+    for n in names:
+        assert torch.allclose(w_pre[n], w_full[n], atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("call", "exc", "match"),
     [
         (lambda: merge_iso_c([]), ValueError, "at least one"),
         (lambda: merge_iso_c([{"w": torch.tensor([[math.nan]])}]), ValueError, "NaN"),
         (lambda: merge_ties(_tvs(), density=0.0), ValueError, "density"),
+        (lambda: merge_ties(_tvs(), trim_scope="layer"), ValueError, "trim_scope"),
+        (lambda: merge_tsv_m([]), ValueError, "at least one"),
+        (lambda: merge_tsv_m([{"w": torch.tensor([[math.inf]])}]), ValueError, "infinite"),
+        (lambda: merge_tsv_m(_tvs(), is_matrix=1), TypeError, "is_matrix"),
+        (
+            lambda: cache_prefix(_tiny_llama(), (torch.zeros(1, 2, dtype=torch.long),) * 3, 2),
+            ValueError,
+            "start_layer",
+        ),
         (lambda: merge_iso_cts(_tvs(), common_space_fraction=1.5), ValueError, "common_space_fraction"),
         (
             lambda: merge_task_arithmetic([{"w": torch.ones(2, 2)}, {"w": torch.ones(3, 2)}]),
@@ -251,3 +434,5 @@ def test_full_config_constructs() -> None:
 
     cfg = CHECK.config("full")
     assert cfg.n_train_layers == 30 and len(cfg.alphas) == 30
+    names = [c.name for c in CHECK.claim_for(CHECK.config("small")).criteria]
+    assert {"iso_c_vs_tsv_m", "iso_cts_vs_tsv_m", "iso_c_vs_task_arithmetic"} <= set(names)

@@ -1,4 +1,4 @@
-"""Isotropic model merging (Iso-C, Iso-CTS), task arithmetic, TIES and the subspace-alignment ratio,
+"""Isotropic model merging (Iso-C, Iso-CTS), task arithmetic, TIES, TSV-M and the subspace-alignment ratio,
 from *No Task Left Behind: Isotropic Model Merging with Common and Task-Specific Subspaces*
 (Marczak et al., ICML 2025, arXiv 2502.04959)."""
 
@@ -13,6 +13,7 @@ from .merging import (
     merge_iso_cts,
     merge_task_arithmetic,
     merge_ties,
+    merge_tsv_m,
     normalized_accuracy,
     subspace_alignment_ratio,
     task_vectors,
@@ -21,6 +22,7 @@ from .tasks import (
     TASK_NAMES,
     LabelCodec,
     TaskData,
+    cache_prefix,
     encode_task,
     finetune_subset,
     label_accuracy,
@@ -34,6 +36,7 @@ __all__ = [
     "StateDict",
     "TaskData",
     "apply_merge",
+    "cache_prefix",
     "encode_task",
     "finetune_subset",
     "is_matrix_param",
@@ -46,6 +49,7 @@ __all__ = [
     "merge_iso_cts",
     "merge_task_arithmetic",
     "merge_ties",
+    "merge_tsv_m",
     "normalized_accuracy",
     "subspace_alignment_ratio",
     "task_vectors",

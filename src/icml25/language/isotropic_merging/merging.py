@@ -16,6 +16,10 @@ architecture merge unchanged. Conventions (Section 3 of the paper): the task mat
   subspace) plus, per task, the top directions of ``Δ_t`` with the common part projected out
   (task-specific subspace); the stacked bases are made orthonormal through their polar factors and
   all singular values set to their mean.
+- :func:`merge_tsv_m` — TSV-M (Gargiulo et al., *Task Singular Vectors: Reducing Task Interference in
+  Model Merging*, CVPR 2025), the strongest prior method the paper compares with: each task keeps its
+  top ``r/T`` singular triplets, the stacked left and right vectors are orthogonalised through their
+  polar factors, and the singular values are kept as they are (not flattened).
 - :func:`subspace_alignment_ratio` — SAR (Section 3, Eq. 4): the share of ``‖Δ_t‖_F`` inside the
   dominant left singular subspace of a merged matrix (the rank that holds 95 % of its energy).
 
@@ -43,6 +47,7 @@ __all__ = [
     "merge_iso_cts",
     "merge_task_arithmetic",
     "merge_ties",
+    "merge_tsv_m",
     "normalized_accuracy",
     "subspace_alignment_ratio",
     "task_vectors",
@@ -161,6 +166,9 @@ def _check_tvs(tvs: Sequence[StateDict]) -> list[str]:
     for i, tv in enumerate(tvs):
         _check_state(f"task_vecs[{i}]", tv)
     names = list(tvs[0].keys())
+    for k in names:
+        if not tvs[0][k].is_floating_point():
+            raise TypeError(f"task_vecs[0][{k!r}] must be floating point, got {tvs[0][k].dtype}")
     for i, tv in enumerate(tvs[1:], start=1):
         if set(tv.keys()) != set(names):
             raise ValueError(f"task_vecs[{i}] has different parameter names from task_vecs[0]")
@@ -186,22 +194,49 @@ def merge_task_arithmetic(task_vecs: Sequence[StateDict]) -> dict[str, Tensor]:
     return {k: torch.stack([tv[k].float() for tv in task_vecs]).sum(0) for k in names}
 
 
-def merge_ties(task_vecs: Sequence[StateDict], *, density: float = 0.2) -> dict[str, Tensor]:
+def merge_ties(
+    task_vecs: Sequence[StateDict], *, density: float = 0.2, trim_scope: str = "global"
+) -> dict[str, Tensor]:
     """TIES merging (Yadav et al. 2023): trim, elect sign, disjoint mean.
 
-    Each task vector (all its parameters flattened together, as in the reference implementations)
-    keeps its ``density`` fraction of largest-magnitude entries; the elected sign of an entry is the
-    sign of the sum of the trimmed values; the merge is the mean of the trimmed values that share it.
+    Trim: each task vector keeps its ``density`` fraction (rounded up, at least one entry) of
+    largest-magnitude entries. With ``trim_scope="global"`` (default) the ranking runs over all
+    parameters of the task flattened together, as in the original TIES code and the paper's
+    repository; with ``"per_tensor"`` every tensor keeps its own top fraction, as mergekit's
+    ``ties`` method does. Elect: the sign of each entry is the sign of the sum of the trimmed values.
+    Disjoint mean: the mean of the trimmed values that share the elected sign (zero where no value
+    survives or the trimmed sum is exactly zero).
 
     Args:
-        density: fraction of entries kept per task, in (0, 1] (paper default 0.2).
+        density: fraction of entries kept per task (or per task and tensor), in (0, 1] (paper: 0.2).
+        trim_scope: ``"global"`` or ``"per_tensor"``.
     """
     names = _check_tvs(task_vecs)
     if isinstance(density, bool) or not isinstance(density, (int, float)) or not 0.0 < float(density) <= 1.0:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
+    if trim_scope not in ("global", "per_tensor"):
+        raise ValueError(f"trim_scope must be 'global' or 'per_tensor', got {trim_scope!r}")
+    if trim_scope == "per_tensor":
+        return {
+            k: _ties_flat(
+                torch.stack([tv[k].float().reshape(-1) for tv in task_vecs]), float(density)
+            ).reshape(task_vecs[0][k].shape)
+            for k in names
+        }
     flat = torch.stack([torch.cat([tv[k].float().reshape(-1) for k in names]) for tv in task_vecs])
+    merged = _ties_flat(flat, float(density))
+    out, start = {}, 0
+    for k in names:
+        size = task_vecs[0][k].numel()
+        out[k] = merged[start : start + size].reshape(task_vecs[0][k].shape).clone()
+        start += size
+    return out
+
+
+def _ties_flat(flat: Tensor, density: float) -> Tensor:
+    """TIES on a [T, N] matrix of flattened task vectors (trim per row, elect, disjoint mean)."""
     n = flat.shape[1]
-    keep = max(1, int(math.ceil(float(density) * n)))
+    keep = max(1, int(math.ceil(density * n)))
     trimmed = torch.zeros_like(flat)
     for t in range(flat.shape[0]):
         idx = torch.topk(flat[t].abs(), keep, sorted=False).indices
@@ -209,13 +244,7 @@ def merge_ties(task_vecs: Sequence[StateDict], *, density: float = 0.2) -> dict[
     sign = torch.sign(trimmed.sum(0))
     agree = (torch.sign(trimmed) == sign) & (trimmed != 0)
     count = agree.sum(0).clamp(min=1)
-    merged = (trimmed * agree).sum(0) / count
-    out, start = {}, 0
-    for k in names:
-        size = task_vecs[0][k].numel()
-        out[k] = merged[start : start + size].reshape(task_vecs[0][k].shape).clone()
-        start += size
-    return out
+    return (trimmed * agree).sum(0) / count
 
 
 def _svd(m: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -316,6 +345,42 @@ def merge_iso_cts(
         vh_all = torch.cat([*vs, vhc], dim=0)
         s_all = torch.cat([*ss, sc])
         out[name] = (s_all.mean() * (_polar(u_all) @ _polar(vh_all))).to(torch.float32)
+    return {k: out[k] for k in task_vecs[0]}
+
+
+def merge_tsv_m(
+    task_vecs: Sequence[StateDict],
+    *,
+    is_matrix: MatrixPredicate = is_matrix_param,
+    exclude: Sequence[str] = (),
+) -> dict[str, Tensor]:
+    """TSV-M, Task Singular Vectors merging (Gargiulo et al., CVPR 2025; a baseline in the paper's
+    Tables 1-3).
+
+    For an m×n matrix with r = min(m, n) and T tasks, each task keeps the top ``k = ⌊r/T⌋`` singular
+    triplets of its own ``Δ_t`` (at least one). The T blocks of left vectors are placed side by side
+    (m×Tk), the right vectors stacked (Tk×n) and the singular values concatenated; both bases are
+    replaced by their polar factors (nearest matrices with orthonormal columns / rows, which removes
+    the interference between tasks' directions), and the merge is
+    ``U_⊥ diag(σ_concat) V_⊥ᵀ`` — unlike Iso-CTS the singular values are kept, not flattened. When the
+    tasks' matrices already have mutually orthogonal left and right subspaces of rank ≤ k, this is
+    exactly their sum (task arithmetic). Tensors that are not matrices are averaged. Like every merge
+    here the result is a direction Δ, scaled by α in :func:`apply_merge` (the reference code sums
+    the triplets and then searches α on validation data).
+    """
+    mats, others = _split(task_vecs, is_matrix, exclude)
+    n_tasks = len(task_vecs)
+    out = {k: torch.stack([tv[k].float() for tv in task_vecs]).mean(0) for k in others}
+    for name in mats:
+        us, ss, vs = [], [], []
+        for tv in task_vecs:
+            ut, sig, vht = _svd(tv[name].float())
+            k = max(1, sig.shape[0] // n_tasks)
+            us.append(ut[:, :k])
+            ss.append(sig[:k])
+            vs.append(vht[:k])
+        u_all, s_all, vh_all = torch.cat(us, dim=1), torch.cat(ss), torch.cat(vs, dim=0)
+        out[name] = ((_polar(u_all) * s_all) @ _polar(vh_all)).to(torch.float32)
     return {k: out[k] for k in task_vecs[0]}
 
 

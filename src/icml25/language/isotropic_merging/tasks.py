@@ -14,6 +14,7 @@ exactly the trained weights.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "TASK_NAMES",
     "LabelCodec",
     "TaskData",
+    "cache_prefix",
     "encode_task",
     "finetune_subset",
     "label_accuracy",
@@ -287,15 +289,78 @@ def encode_task(
     return ids, last, y
 
 
-def _last_hidden(model: nn.Module, ids: Tensor, last: Tensor) -> Tensor:
-    width = int(last.max()) + 1
-    ids = ids[:, :width]
-    attn = (torch.arange(width)[None, :] <= last[:, None]).long()
+class _StopForwardError(Exception):
+    """Raised by the pre-hook of :func:`cache_prefix` once the wanted hidden states are captured."""
+
+
+def _body(model: nn.Module) -> Any:
     body: Any = model
     if hasattr(model, "get_base_model"):
         body = model.get_base_model()  # type: ignore[operator]
-    hidden = body.model(input_ids=ids, attention_mask=attn).last_hidden_state
+    return body.model
+
+
+def _last_hidden(model: nn.Module, ids: Tensor, last: Tensor, start_layer: int = 0) -> Tensor:
+    width = int(last.max()) + 1
+    ids = ids[:, :width]
+    attn = (torch.arange(width)[None, :] <= last[:, None]).long()
+    inner = _body(model)
+    if start_layer == 0:
+        hidden = inner(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
+    else:
+        # ``ids`` holds the cached hidden states entering layer ``start_layer``: run only the rest.
+        layers = inner.layers
+        inner.layers = nn.ModuleList(list(layers)[start_layer:])
+        try:
+            hidden = inner(inputs_embeds=ids, attention_mask=attn, use_cache=False).last_hidden_state
+        finally:
+            inner.layers = layers
     return hidden[torch.arange(ids.shape[0]), last]
+
+
+@torch.no_grad()
+def cache_prefix(
+    model: nn.Module, data: tuple[Tensor, Tensor, Tensor], start_layer: int, *, batch_size: int = 32
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The hidden states entering decoder layer ``start_layer`` for every row of ``data``.
+
+    When only the layers from ``start_layer`` on differ between models (fine-tuned and merged
+    weights of the last layers), these states are the same for all of them; passing the returned
+    triple to :func:`label_accuracy` with the same ``start_layer`` then runs only the remaining
+    layers and gives the same scores as the full forward pass, several times faster.
+
+    Returns:
+        ``(hidden [N, L, D] float, last position [N], label index [N])``.
+    """
+    inner = _body(model)
+    n_layers = len(inner.layers)
+    if isinstance(start_layer, bool) or not isinstance(start_layer, int) or not 0 < start_layer < n_layers:
+        raise ValueError(f"start_layer must be an int in [1, {n_layers}), got {start_layer!r}")
+    if not isinstance(data, tuple) or len(data) != 3:
+        raise TypeError("data must be the (input_ids, last, label index) triple of encode_task")
+    ids, last, y = data
+    if not isinstance(ids, Tensor) or ids.ndim != 2 or ids.dtype != torch.long:
+        raise TypeError("data[0] must be a 2-D tensor of token ids (torch.long)")
+    if ids.shape[0] == 0 or ids.shape[1] == 0:
+        raise ValueError("data is empty")
+    model.eval()
+    width = ids.shape[1]
+    chunks: list[Tensor] = []
+
+    def grab(_mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        chunks.append((args[0] if args else kwargs["hidden_states"]).detach().clone())
+        raise _StopForwardError
+
+    handle = inner.layers[start_layer].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        for i in range(0, ids.shape[0], batch_size):
+            part = ids[i : i + batch_size]
+            attn = (torch.arange(width)[None, :] <= last[i : i + batch_size, None]).long()
+            with contextlib.suppress(_StopForwardError):
+                inner(input_ids=part, attention_mask=attn, use_cache=False)
+    finally:
+        handle.remove()
+    return torch.cat(chunks), last, y
 
 
 def _head(model: nn.Module) -> Tensor:
@@ -304,16 +369,24 @@ def _head(model: nn.Module) -> Tensor:
 
 @torch.no_grad()
 def label_accuracy(
-    model: nn.Module, data: tuple[Tensor, Tensor, Tensor], label_ids: Sequence[int], *, batch_size: int = 32
+    model: nn.Module,
+    data: tuple[Tensor, Tensor, Tensor],
+    label_ids: Sequence[int],
+    *,
+    batch_size: int = 32,
+    start_layer: int = 0,
 ) -> float:
-    """Share of rows whose gold label token has the highest logit among ``label_ids``."""
+    """Share of rows whose gold label token has the highest logit among ``label_ids``.
+
+    With ``start_layer > 0``, ``data`` is the output of :func:`cache_prefix` for that layer.
+    """
     model.eval()
     ids, last, y = data
     cand = torch.tensor(list(label_ids), dtype=torch.long)
     head = _head(model)[cand]
     correct = 0
     for i in range(0, ids.shape[0], batch_size):
-        h = _last_hidden(model, ids[i : i + batch_size], last[i : i + batch_size])
+        h = _last_hidden(model, ids[i : i + batch_size], last[i : i + batch_size], start_layer)
         pred = (h @ head.T).argmax(-1)
         correct += int((pred == y[i : i + batch_size]).sum())
     return correct / ids.shape[0]
@@ -339,10 +412,15 @@ def finetune_subset(
     lr: float,
     batch_size: int = 8,
     seed: int = 0,
+    start_layer: int = 0,
 ) -> tuple[dict[str, Tensor], list[float]]:
     """Train only ``names`` of ``model`` (in place on a copy of their values) with AdamW through
     :func:`icml25.nn.fit`; returns the trained values of ``names`` and the training losses.
-    ``model`` is restored to its original weights afterwards."""
+    ``model`` is restored to its original weights afterwards.
+
+    With ``start_layer > 0``, ``data`` is the output of :func:`cache_prefix` and only the layers
+    from ``start_layer`` on run; this is the same computation when every name in ``names`` lies in
+    those layers (the frozen earlier layers get no gradient either way)."""
     params = dict(model.named_parameters())
     missing = [n for n in names if n not in params]
     if not names or missing:
@@ -355,7 +433,7 @@ def finetune_subset(
 
     def loss_fn(m: nn.Module, batch: Any, _gen: Any = None) -> Tensor:
         ids, last, y = batch
-        h = _last_hidden(m, ids, last)
+        h = _last_hidden(m, ids, last, start_layer)
         logits = h @ _head(m).T
         return nn.functional.cross_entropy(logits, label_tensor[y])
 
