@@ -251,6 +251,38 @@ def test_checks_in_parallel_processes_share_one_store(tmp_path, capsys) -> None:
         assert len(list((tmp_path / slug / "tiny").iterdir())) == 1
 
 
+def test_parallel_pool_takes_the_longest_recorded_check_first(tmp_path, monkeypatch, capsys) -> None:
+    import types
+
+    import icml25.core.parallel as parallel
+    from icml25.core.results import ResultStore
+
+    slugs = ["lexicographic_morl", "multi_reward_policy_eval"]
+    walls = {"lexicographic_morl": 10.0, "multi_reward_policy_eval": 500.0}
+
+    def latest(self, slug, scale=None):
+        return types.SimpleNamespace(result=types.SimpleNamespace(wall_time_s=walls[slug]))
+
+    submitted: list[str] = []
+
+    def fake_pool(jobs, workers, on_done=None):
+        submitted.extend(job.slug for job in jobs)
+        return [types.SimpleNamespace(slug=job.slug, scale="tiny", verdict="reproduced") for job in jobs]
+
+    monkeypatch.setattr(ResultStore, "latest", latest)
+    monkeypatch.setattr(parallel, "run_in_processes", fake_pool)
+    returned: list[str] = []
+
+    def finish(args, results, main):
+        returned.extend(r.slug for r in results)
+        return 0
+
+    monkeypatch.setattr("icml25.cli._finish", finish)
+    assert main(["check", *slugs, "--scale", "tiny", "--jobs", "2", "--quiet", "--out", str(tmp_path)]) == 0
+    assert submitted == ["multi_reward_policy_eval", "lexicographic_morl"]
+    assert returned == slugs  # results come back in the order asked for
+
+
 def test_checks_through_submitit_local_executor(tmp_path, capsys) -> None:
     pytest.importorskip("submitit")
     quick = "lexicographic_morl"

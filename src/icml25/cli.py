@@ -353,11 +353,24 @@ def _finish(args: argparse.Namespace, results: list[Any], *, main: bool) -> int:
 
 def _run_elsewhere(args: argparse.Namespace, slugs: list[str], overrides: Any, store: Any) -> list[Any]:
     """``--jobs N`` (a local process pool) or ``--executor submitit``; each worker stores its result."""
-    from icml25.core.parallel import CheckJob, run_in_processes, run_with_submitit, threads_per_job
+    from icml25.core.parallel import (
+        CheckJob,
+        longest_first,
+        run_in_processes,
+        run_with_submitit,
+        threads_per_job,
+    )
 
     workers = min(args.jobs, len(slugs))
     threads = threads_per_job(workers)
-    jobs = [CheckJob(s, args.scale, args.seeds, dict(overrides), str(store.root), threads) for s in slugs]
+    last_wall = {}
+    for slug in slugs:
+        stored = store.latest(slug, args.scale)
+        if stored is not None:
+            last_wall[slug] = stored.result.wall_time_s
+    # the pool takes the longest checks first; submitit queues everything at once, so order is moot
+    order = longest_first(slugs, last_wall) if args.executor != "submitit" else list(slugs)
+    jobs = [CheckJob(s, args.scale, args.seeds, dict(overrides), str(store.root), threads) for s in order]
 
     def done(result: Any) -> None:
         if not args.quiet:
@@ -374,7 +387,8 @@ def _run_elsewhere(args: argparse.Namespace, slugs: list[str], overrides: Any, s
     if args.executor == "submitit":
         folder = Path(args.submitit_folder or store.root / ".submitit")
         return run_with_submitit(jobs, folder, cluster=args.submitit_cluster, on_done=done)
-    return run_in_processes(jobs, workers, on_done=done)
+    by_slug = dict(zip(order, run_in_processes(jobs, workers, on_done=done), strict=True))
+    return [by_slug[s] for s in slugs]  # the order asked for
 
 
 def _succeeded(result: Any) -> bool:

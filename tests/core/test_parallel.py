@@ -1,0 +1,37 @@
+"""``icml25.core.parallel``: how the local pool orders checks and shares out threads."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icml25.core.parallel import longest_first, threads_per_job
+
+
+def test_longest_recorded_check_goes_first_and_unknown_ones_before_all() -> None:
+    walls = {"a": 60.0, "b": 600.0, "c": 300.0}
+    assert longest_first(["a", "b", "c", "new"], walls) == ["new", "b", "c", "a"]
+
+
+def test_ties_keep_the_order_given() -> None:
+    assert longest_first(["x", "y", "z"], {"x": 5.0, "y": 5.0, "z": 9.0}) == ["z", "x", "y"]
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=4), unique=True, max_size=12),
+    st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 1e4), max_size=12),
+)
+def test_order_is_a_permutation_with_non_increasing_times(slugs: list[str], walls: dict[str, float]) -> None:
+    order = longest_first(slugs, walls)
+    assert sorted(order) == sorted(slugs)
+    times = [walls.get(s, float("inf")) for s in order]
+    assert times == sorted(times, reverse=True)
+
+
+def test_threads_are_shared_out_and_never_zero() -> None:
+    assert threads_per_job(2, cpus=2) == 1
+    assert threads_per_job(4, cpus=2) == 1
+    assert threads_per_job(1, cpus=16) == 16
+    with pytest.raises(ValueError, match="jobs"):
+        threads_per_job(0)
