@@ -2179,6 +2179,40 @@ def _selekt() -> list[Case]:
     ]
 
 
+def _selekt_generation() -> list[Case]:
+    # selekt's batched greedy decoding and fine-tuning precision
+    from icml25.language.selekt import FinetuneConfig, greedy_generate
+    from icml25.llm.models import tiny_random_llama
+
+    slug = "selekt"
+
+    def gen(*args: object, **kw: object) -> object:
+        model = tiny_random_llama(eos_token_id=256, pad_token_id=256)
+        return greedy_generate(model, *args, pad_id=256, eos_id=256, **kw)  # type: ignore[arg-type]
+
+    return [
+        Case(
+            slug,
+            "shape",
+            "greedy_generate budgets != prompts",
+            lambda: gen([[1], [2]], [3]),
+            "max_new_tokens",
+        ),
+        Case(slug, "empty", "greedy_generate no prompts", lambda: gen([], 4), "prompts"),
+        Case(slug, "empty", "greedy_generate empty prompt", lambda: gen([[]], 4), "prompts"),
+        Case(slug, "dtype", "greedy_generate float ids", lambda: gen([[1.5]], 4), "prompts"),
+        Case(
+            slug,
+            "dtype",
+            "FinetuneConfig precision fp8",
+            lambda: FinetuneConfig(precision="fp8"),  # type: ignore[arg-type]
+            "precision",
+        ),
+        Case(slug, "size", "greedy_generate budget 0", lambda: gen([[1]], 0), "max_new_tokens"),
+        Case(slug, "size", "greedy_generate batch 0", lambda: gen([[1]], 2, batch_size=0), "batch_size"),
+    ]
+
+
 def _isotropic_merging() -> list[Case]:
     from icml25.language.isotropic_merging import (
         apply_merge,
@@ -3187,6 +3221,7 @@ CASES: list[Case] = [
     *_nice(),
     *_condensed_baselines(),
     *_thinkdiff(),
+    *_selekt_generation(),
 ]
 
 

@@ -17,6 +17,7 @@ from icml25.language.selekt import (
     SeleKT,
     build_edit_dataset,
     changed_fraction,
+    completion_loss,
     edit_messages,
     edit_success,
     edit_target,
@@ -24,6 +25,7 @@ from icml25.language.selekt import (
     find_seed_functions,
     finetune,
     generate_tests,
+    greedy_generate,
     make_seed_functions,
     mutate_bug,
     rename_variables,
@@ -269,7 +271,7 @@ def test_finetune_methods_on_tiny_llama(method: str) -> None:
     assert res.history.train_loss[-1] < res.history.train_loss[0]
     if method in ("selekt", "sft_then_project"):
         assert max(v for k, v in res.changed.items() if k != "__total__") <= 0.1
-        assert res.n_projections == (4 if method == "selekt" else 1)
+        assert res.n_projections == (3 if method == "selekt" else 1)  # steps 2, 4, 6 (the last is final)
     else:
         assert res.changed_total > 0.1
 
@@ -278,10 +280,65 @@ def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from icml25.core.results import ResultStore
     from icml25.language.selekt.check import CHECK
 
-    result = CHECK.run("tiny", store=ResultStore(tmp_path))
+    result = CHECK.run("tiny", n_seeds=2, overrides={"lrs": (3e-3, 1e-3)}, store=ResultStore(tmp_path))
     assert "inconclusive" in str(result.verdict)
-    metrics = result.to_json()
-    assert metrics
+    series = result.to_json()["series"]
+    # lr_tuning="first_seed": seed 0 sweeps the grid for every arm, seed 1 reuses each arm's choice
+    assert len(series["0"]["lr_val_loss"]) == 6 and len(series["1"]["lr_val_loss"]) == 3
+    chosen = {k.split("@")[0]: float(k.split("@")[1]) for k in series["1"]["lr_val_loss"]}
+    for arm, lr in chosen.items():
+        grid = {float(k.split("@")[1]): v for k, v in series["0"]["lr_val_loss"].items() if k.startswith(arm)}
+        assert lr == min(grid, key=lambda x: grid[x])
+
+
+def test_completion_loss_matches_hf_loss() -> None:
+    model = _tiny_llama()
+    codec = ChatCodec(None)
+    msgs = [[{"role": "user", "content": "say " + "x" * i}] for i in range(4)]
+    ids, labels, attn = encode_pairs(codec, msgs, [f"ok {i}" * (i + 1) for i in range(4)], 200)
+    for sl in (slice(0, 4), slice(0, 1), slice(2, 4)):
+        w = int(attn[sl].sum(1).max())
+        with torch.no_grad():
+            ref = model(input_ids=ids[sl, :w], attention_mask=attn[sl, :w], labels=labels[sl, :w]).loss
+            ours = completion_loss(model, (ids[sl], labels[sl], attn[sl]))
+        assert torch.allclose(ours, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_finetune_keeps_constraint() -> None:
+    model = _tiny_llama()
+    codec = ChatCodec(None)
+    msgs = [[{"role": "user", "content": f"say {i}"}] for i in range(4)]
+    data = encode_pairs(codec, msgs, [f"ok {i}" for i in range(4)], 64)
+    cfg = FinetuneConfig(
+        method="selekt", steps=6, batch_size=2, lr=1e-2, alpha=0.1, period_steps=4, precision="bf16"
+    )
+    res = finetune(model, data, cfg, seed=0)
+    assert res.n_projections == 2  # step 4, then the final one
+    assert max(v for k, v in res.changed.items() if k != "__total__") <= 0.1
+    assert res.history.train_loss[-1] < res.history.train_loss[0]
+    assert all(p.dtype == torch.float32 for p in res.model.parameters())  # fp32 master weights
+    with pytest.raises(ValueError, match="precision"):
+        FinetuneConfig(precision="fp8")  # type: ignore[arg-type]
+
+
+def test_check_config_validation() -> None:
+    from icml25.language.selekt.check import SeleKTCheckConfig
+
+    with pytest.raises(ValueError, match="lr_tuning"):
+        SeleKTCheckConfig(lr_tuning="never")
+    with pytest.raises(ValueError, match="precision"):
+        SeleKTCheckConfig(precision="fp16")
+    with pytest.raises(ValueError, match="gen_batch"):
+        SeleKTCheckConfig(gen_batch=0)
+
+
+def test_corpus_ids_is_a_prefix_of_the_whole_text() -> None:
+    from icml25.language.selekt.check import _corpus_ids
+
+    codec = ChatCodec(None)
+    text = "héllo wörld, " * 50
+    assert _corpus_ids(codec, text, 40).tolist() == codec.encode(text)[:40]
+    assert _corpus_ids(codec, "abc", 40).tolist() == codec.encode("abc")
 
 
 def test_full_preset_constructs() -> None:
@@ -292,3 +349,69 @@ def test_full_preset_constructs() -> None:
     FinetuneConfig(
         method="selekt", steps=cfg.steps, lr=cfg.lrs[0], alpha=cfg.alpha, period_steps=cfg.period_steps
     )
+
+
+def _gen_model() -> nn.Module:
+    from icml25.llm.models import tiny_random_llama
+
+    return tiny_random_llama(eos_token_id=256, pad_token_id=256, init_std=0.3)
+
+
+def test_batched_greedy_equals_one_by_one() -> None:
+    model = _gen_model()
+    rng = random.Random(0)
+    prompts = [[rng.randrange(256) for _ in range(rng.randint(3, 20))] for _ in range(7)]
+    budgets = [rng.randint(1, 12) for _ in prompts]
+    batched = greedy_generate(model, prompts, budgets, pad_id=256, eos_id=256, batch_size=4)
+    assert [len(b) <= n for b, n in zip(batched, budgets, strict=True)] == [True] * 7
+    for p, n, b in zip(prompts, budgets, batched, strict=True):
+        ids = torch.tensor([p])
+        ref = model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False, pad_token_id=256
+        )[0, len(p) :].tolist()
+        assert b == ref
+        assert greedy_generate(model, [p], n, pad_id=256, eos_id=256) == [ref]
+
+
+def test_stopping_on_the_completion_text_leaves_the_cut_completion_unchanged() -> None:
+    model = _gen_model()
+    rng = random.Random(1)
+    prompts = [[rng.randrange(256) for _ in range(rng.randint(3, 12))] for _ in range(5)]
+
+    def decode(ids: list[int]) -> str:
+        return bytes(i for i in ids if i < 256).decode("latin-1")
+
+    full = greedy_generate(model, prompts, 24, pad_id=256, eos_id=None, batch_size=5)
+    texts = [decode(t) for t in full]
+    stops = sorted({t[8:10] for t in texts if len(t) >= 10})  # pairs that do occur mid-completion
+    stopped = greedy_generate(
+        model, prompts, 24, pad_id=256, eos_id=None, batch_size=5, stop_in_completion=stops, decode=decode
+    )
+
+    def cut(text: str) -> str:
+        for s in stops:
+            text = text.split(s)[0]
+        return text
+
+    assert [cut(decode(t)) for t in stopped] == [cut(t) for t in texts]
+    assert sum(len(t) for t in stopped) < sum(len(t) for t in full)  # it did stop early
+    with pytest.raises(ValueError, match="decode"):
+        greedy_generate(model, prompts, 4, pad_id=256, eos_id=None, stop_in_completion=["x"])
+
+
+def test_greedy_generate_bad_input() -> None:
+    model = _gen_model()
+    with pytest.raises(ValueError, match="prompts"):
+        greedy_generate(model, [], 4, pad_id=256, eos_id=256)
+    with pytest.raises(ValueError, match="prompts"):
+        greedy_generate(model, [[]], 4, pad_id=256, eos_id=256)
+    with pytest.raises(TypeError, match="prompts"):
+        greedy_generate(model, [[1.5]], 4, pad_id=256, eos_id=256)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        greedy_generate(model, [[1]], 0, pad_id=256, eos_id=256)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        greedy_generate(model, [[1], [2]], [3], pad_id=256, eos_id=256)
+    with pytest.raises(ValueError, match="batch_size"):
+        greedy_generate(model, [[1]], 2, pad_id=256, eos_id=256, batch_size=0)
+    with pytest.raises(ValueError, match="stop"):
+        greedy_generate(model, [[1]], 2, pad_id=256, eos_id=256, stop="x")

@@ -23,6 +23,7 @@ from .data import (
     template_instruction,
 )
 from .finetune import ChatCodec, FinetuneConfig, FinetuneResult, completion_loss, encode_pairs, finetune
+from .generation import greedy_generate
 from .projection import SeleKT, changed_fraction, snapshot_base, sparse_project_, topk_mask
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "find_seed_functions",
     "finetune",
     "generate_tests",
+    "greedy_generate",
     "llm_instruction",
     "make_seed_functions",
     "mutate_bug",

@@ -7,7 +7,10 @@ GSM8K) close to the base model, where SFT and LoRA drift further. Here: SmolLM2-
 fine-tuned on verified edits of small standard-library functions (:mod:`.data`); every arm trains
 on the same samples, for the same steps, with the same learning-rate grid, the rate picked by the
 same rule (lowest completion loss on a validation split of held-out *functions*,
-:func:`icml25.core.tuning.best_on_validation`).
+:func:`icml25.core.tuning.best_on_validation`); at ``small`` the run's first seed picks each arm's
+rate and the later seeds keep it (``lr_tuning``; the validation functions are the same in every
+seed). Seed-independent pieces (the loaded model, tokenised corpora, seed functions and their
+tests, the base model's HumanEval and bits/byte) are computed once per run.
 
 Metrics per arm: ``edit_success`` (greedy edit of held-out functions passes their tests in the
 sandbox; renames must also use the requested names), ``humaneval`` (pass@1, greedy, on the fixed
@@ -27,14 +30,16 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
-from icml25.core.claims import Claim, Criterion
+from icml25.core.claims import CheckResult, Claim, Criterion
+from icml25.core.progress import Reporter
+from icml25.core.results import ResultStore
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields, check_in_range
 
@@ -48,6 +53,7 @@ from .data import (
     make_seed_functions,
 )
 from .finetune import ChatCodec, FinetuneConfig, completion_loss, encode_pairs, finetune
+from .generation import greedy_generate
 
 TRAINED = ("selekt", "sft", "lora")
 
@@ -69,6 +75,13 @@ class SeleKTCheckConfig:
         max_len: longest training sequence (tokens).
         gen_slack: new tokens allowed beyond the reference edit's length.
         gen_cap: most new tokens per edit (0 = no cap).
+        gen_batch: prompts per batched greedy ``generate`` call (edit success and HumanEval).
+        lr_tuning: ``"per_seed"`` (every seed runs the whole grid and picks on its validation
+            split) or ``"first_seed"`` (the run's first seed does; the later seeds train each arm
+            at the rate it chose; the validation functions are the same in every seed).
+        precision: ``"fp32"`` or ``"bf16"``: fine-tuning (autocast, fp32 master weights; the paper
+            trains in bf16) and greedy generation run under bfloat16 autocast; bits/byte and the
+            validation loss are always computed in fp32.
         modules: standard-library modules scanned for seed functions.
         n_humaneval, he_tokens: HumanEval subset size and completion length.
         ppl_window, ppl_windows, code_chars: perplexity windows (tokens), windows per corpus,
@@ -81,7 +94,7 @@ class SeleKTCheckConfig:
     scope: str = "per_tensor"
     steps: int = 12
     batch_size: int = 1
-    lrs: tuple[float, ...] = (5e-5, 2e-4)
+    lrs: tuple[float, ...] = (2e-4, 8e-4)
     weight_decay: float = 0.1
     warmup_steps: int = 1
     lora_r: int = 64
@@ -94,6 +107,9 @@ class SeleKTCheckConfig:
     max_len: int = 320
     gen_slack: int = 8
     gen_cap: int = 0
+    gen_batch: int = 16
+    precision: str = "bf16"
+    lr_tuning: str = "first_seed"
     modules: tuple[str, ...] = DEFAULT_MODULES
     n_humaneval: int = 4
     he_tokens: int = 64
@@ -115,6 +131,7 @@ class SeleKTCheckConfig:
                 "n_test_functions",
                 "max_lines",
                 "max_len",
+                "gen_batch",
                 "he_tokens",
                 "ppl_window",
                 "ppl_windows",
@@ -132,6 +149,12 @@ class SeleKTCheckConfig:
             raise ValueError(
                 f"SeleKTCheckConfig.instructions must be template or llm, got {self.instructions!r}"
             )
+        if self.lr_tuning not in ("first_seed", "per_seed"):
+            raise ValueError(
+                f"SeleKTCheckConfig.lr_tuning must be first_seed or per_seed, got {self.lr_tuning!r}"
+            )
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"SeleKTCheckConfig.precision must be fp32 or bf16, got {self.precision!r}")
         if self.scope not in ("per_tensor", "global"):
             raise ValueError(f"SeleKTCheckConfig.scope must be per_tensor or global, got {self.scope!r}")
         if self.model.startswith("openai:"):
@@ -213,7 +236,8 @@ CLAIM = Claim(
     setup_notes=(
         "SmolLM2-135M-Instruct instead of Qwen2.5-Coder 7B; a few dozen sandbox-verified edits of small "
         "standard-library functions with template instructions instead of 129K GPT-4o samples; a dozen "
-        "steps with a projection every few steps instead of 3 epochs with one per epoch; HumanEval on a "
+        "bf16-autocast steps with a projection every few steps instead of 3 epochs with one per epoch "
+        "(lr grid 2e-4/8e-4 for every arm, picked on the first seed's validation split); HumanEval on a "
         "small fixed subset and held-out bits/byte instead of MMLU/GSM8K/HumanEval+/MBPP+."
     ),
 )
@@ -227,71 +251,138 @@ def _tiny_model() -> Any:
     )
 
 
-@torch.no_grad()
-def _generate(model: Any, codec: ChatCodec, prompt_ids: list[int], max_new: int, stop: str | None) -> str:
-    ids = torch.tensor([prompt_ids])
-    kwargs: dict[str, Any] = {}
-    if stop is not None and codec.tokenizer is not None:
-        kwargs = {"stop_strings": [stop], "tokenizer": codec.tokenizer}
-    out = model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),
-        max_new_tokens=max_new,
-        do_sample=False,
-        pad_token_id=codec.pad_id,
-        eos_token_id=codec.eos_id,
-        **kwargs,
-    )
-    return codec.decode(out[0, ids.shape[1] :].tolist())
+def _load(spec: str) -> tuple[Any, ChatCodec]:
+    if spec == "random-tiny":
+        return _tiny_model(), ChatCodec(None)
+    from icml25.llm.models import load_causal_lm
+
+    model, tokenizer = load_causal_lm(spec)
+    return model, ChatCodec(tokenizer)
+
+
+# Seed-independent pieces of a run, built once per process: the loaded base model (never
+# modified: every fine-tune trains a copy), the tokenised held-out corpora, and the base model's
+# retention metrics (HumanEval and bits/byte do not depend on the seed's edit data). Keys start
+# with the model spec; a run with another model empties the cache.
+_SHARED: dict[tuple[Any, ...], Any] = {}
+
+
+def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    if key not in _SHARED:
+        if any(k[0] != key[0] for k in _SHARED):
+            _SHARED.clear()
+        _SHARED[key] = build()
+    return _SHARED[key]
+
+
+_STOP = "\n```\n"
+_VAL_SPLIT_SEED = 12345
+
+
+def _autocast(model: Any, bf16: bool) -> torch.autocast:
+    """bfloat16 autocast for greedy generation (off: plain fp32)."""
+    return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16, enabled=bf16)
+
+
+def _edit_prompts(
+    codec: ChatCodec, samples: Sequence[CodeEditSample], slack: int, cap: int
+) -> tuple[list[list[int]], list[int]]:
+    """Prompt ids and new-token budgets of the edit requests (tokenised once per seed)."""
+    prompts, budgets = [], []
+    for s in samples:
+        prompts.append(codec.encode(codec.prompt_text(edit_messages(s))))
+        budget = len(codec.encode(edit_target(s))) + slack
+        budgets.append(min(budget, cap) if cap else budget)
+    return prompts, budgets
 
 
 def _edit_success(
-    model: Any, codec: ChatCodec, samples: Sequence[CodeEditSample], slack: int, cap: int
+    model: Any,
+    codec: ChatCodec,
+    samples: Sequence[CodeEditSample],
+    prompts: tuple[list[list[int]], list[int]],
+    batch: int,
+    bf16: bool,
 ) -> float:
-    replies = []
-    for s in samples:
-        prompt = codec.encode(codec.prompt_text(edit_messages(s)))
-        budget = len(codec.encode(edit_target(s))) + slack
-        budget = min(budget, cap) if cap else budget
-        replies.append(_generate(model, codec, prompt, budget, "\n```\n"))
+    ids, budgets = prompts
+    stop = _STOP if codec.tokenizer is not None else None
+    with _autocast(model, bf16):
+        outs = greedy_generate(
+            model,
+            ids,
+            budgets,
+            pad_id=codec.pad_id,
+            eos_id=codec.eos_id,
+            batch_size=batch,
+            stop=stop,
+            tokenizer=codec.tokenizer,
+        )
+    replies = [codec.decode(o) for o in outs]
     return statistics.fmean(edit_success_many(samples, replies))
 
 
-def _humaneval(model: Any, codec: ChatCodec, problems: Sequence[Any], tokens: int) -> float:
+def _humaneval(
+    model: Any, codec: ChatCodec, problems: Sequence[Any], tokens: int, batch: int, bf16: bool
+) -> float:
     from icml25.llm.code_eval import evaluate_functional_correctness
 
     if not problems:
         return math.nan
+    # the completion is cut at the first of these; a row stops decoding once its own new text
+    # holds one (generate's stop_strings would also match across the prompt boundary and change
+    # the completions; stopping on the completion's text alone leaves the cut text unchanged)
+    cuts = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```")
+    with _autocast(model, bf16):
+        outs = greedy_generate(
+            model,
+            [codec.encode(p.prompt) for p in problems],
+            tokens,
+            pad_id=codec.pad_id,
+            eos_id=codec.eos_id,
+            batch_size=batch,
+            stop_in_completion=cuts,
+            decode=codec.decode,
+        )
     completions = {}
-    for p in problems:
-        text = _generate(model, codec, codec.encode(p.prompt), tokens, None)
-        for cut in ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```"):
+    for p, o in zip(problems, outs, strict=True):
+        text = codec.decode(o)
+        for cut in cuts:
             text = text.split(cut)[0]
         completions[p.task_id] = [text]
     return evaluate_functional_correctness(problems, completions, ks=(1,)).pass_at[1]
 
 
-def _bpb(model: Any, codec: ChatCodec, texts: dict[str, str], config: SeleKTCheckConfig) -> dict[str, float]:
+def _corpus_ids(codec: ChatCodec, text: str, n_tokens: int) -> torch.Tensor:
+    """The first ``n_tokens`` token ids of ``text`` (all of them when it is shorter).
+
+    Only a prefix of the text is tokenised, long enough that its ids up to ``n_tokens`` are those
+    of the whole text (a BPE merge can only differ at the cut).
+    """
+    chars = 8 * n_tokens
+    while True:
+        ids = codec.encode(text[:chars])
+        if len(ids) > n_tokens + 16 or chars >= len(text):
+            return torch.tensor(ids[:n_tokens], dtype=torch.long)
+        chars *= 2
+
+
+def _bpb(
+    model: Any, codec: ChatCodec, ids: dict[str, torch.Tensor], config: SeleKTCheckConfig
+) -> dict[str, float]:
     from icml25.llm.perplexity import perplexity
 
     out = {}
-    for key, text in texts.items():
-        if codec.tokenizer is None:
-            ids = torch.tensor(codec.encode(text), dtype=torch.long)
-            res = perplexity(
-                model, ids, window=config.ppl_window, max_windows=config.ppl_windows, batch_size=2
-            )
-            out[f"{key}_bpb"] = res.bits_per_token  # byte tokens: bits/token = bits/byte
-        else:
-            res = perplexity(
-                model,
-                text,
-                tokenizer=codec.tokenizer,
-                window=config.ppl_window,
-                max_windows=config.ppl_windows,
-                batch_size=2,
-            )
-            out[f"{key}_bpb"] = res.bits_per_byte
+    for key, tokens in ids.items():
+        res = perplexity(
+            model,
+            tokens,
+            tokenizer=codec.tokenizer,
+            window=config.ppl_window,
+            max_windows=config.ppl_windows,
+            batch_size=2,
+        )
+        # byte tokens (no tokenizer): bits per token are bits per byte
+        out[f"{key}_bpb"] = res.bits_per_token if codec.tokenizer is None else res.bits_per_byte
     return out
 
 
@@ -336,6 +427,7 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
         "small": SeleKTCheckConfig(),
         "full": SeleKTCheckConfig(
             lrs=(1e-5, 3e-5, 1e-4),
+            lr_tuning="per_seed",
             steps=300,
             batch_size=4,
             period_steps=100,
@@ -352,33 +444,53 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             n_val_functions=5,
         ),
     }
-    default_seeds = {"tiny": 1, "small": 1, "full": 3}
+    default_seeds = {"tiny": 1, "small": 3, "full": 3}
+
+    def __init__(self) -> None:
+        self._tuned_lrs: dict[str, float] = {}
+
+    def run(
+        self,
+        scale: str = "small",
+        *,
+        seeds: Sequence[int] | None = None,
+        n_seeds: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        store: ResultStore | None = None,
+        reporter: Reporter | None = None,
+    ) -> CheckResult:
+        """:meth:`ClaimCheck.run`, starting with no learning rate chosen (``lr_tuning``)."""
+        self._tuned_lrs = {}
+        return super().run(
+            scale, seeds=seeds, n_seeds=n_seeds, overrides=overrides, store=store, reporter=reporter
+        )
 
     def run_seed(self, config: SeleKTCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         from icml25.data.corpora import english_corpus, python_corpus
 
         torch.manual_seed(seed)
-        if config.model == "random-tiny":
-            model, codec = _tiny_model(), ChatCodec(None)
-        else:
-            from icml25.llm.models import load_causal_lm
-
-            ctx.progress("load model", 0, 1)
-            model, tokenizer = load_causal_lm(config.model)
-            codec = ChatCodec(tokenizer)
+        ctx.progress("load model", 0, 1)
+        model, codec = _cached((config.model, "model"), lambda: _load(config.model))
         ctx.progress("build edit data", 0, 1)
-        seeds = make_seed_functions(config.modules, max_lines=config.max_lines, seed=seed)
+        # the seed functions and their tests are the benchmark, not the seed's randomness: built
+        # once per run (tests drawn with a fixed seed)
+        seeds = _cached(
+            (config.model, "seed functions", config.modules, config.max_lines),
+            lambda: make_seed_functions(config.modules, max_lines=config.max_lines, seed=0),
+        )
         need = config.n_val_functions + config.n_test_functions + 2
         if len(seeds) < need:
             raise ValueError(f"only {len(seeds)} seed functions with tests; need {need} (raise max_lines)")
+        # validation functions: the same in every seed (the learning rate may be chosen on one
+        # seed and kept, so no seed's test function may have served for that choice); test and
+        # training functions: drawn per seed from the rest
         order = list(range(len(seeds)))
-        random.Random(seed).shuffle(order)
-        test_fns = [seeds[i] for i in order[: config.n_test_functions]]
-        val_fns = [
-            seeds[i]
-            for i in order[config.n_test_functions : config.n_test_functions + config.n_val_functions]
-        ]
-        train_fns = [seeds[i] for i in order[config.n_test_functions + config.n_val_functions :]]
+        random.Random(_VAL_SPLIT_SEED).shuffle(order)
+        val_fns = [seeds[i] for i in order[: config.n_val_functions]]
+        rest = order[config.n_val_functions :]
+        random.Random(seed).shuffle(rest)
+        test_fns = [seeds[i] for i in rest[: config.n_test_functions]]
+        train_fns = [seeds[i] for i in rest[config.n_test_functions :]]
         chat = None
         if config.instructions == "llm":
             from icml25.llm.local import LocalChatModel
@@ -404,10 +516,14 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             + "/".join(str(len(v)) for v in splits.values())
             + f"; instructions: {config.instructions}"
         )
-        texts = {
-            "en": english_corpus().heldout,
-            "code": python_corpus(max_chars=config.code_chars).heldout,
-        }
+        n_ppl = config.ppl_window * config.ppl_windows
+        corpus = _cached(
+            (config.model, "corpus", config.code_chars, n_ppl),
+            lambda: {
+                "en": _corpus_ids(codec, english_corpus().heldout, n_ppl),
+                "code": _corpus_ids(codec, python_corpus(max_chars=config.code_chars).heldout, n_ppl),
+            },
+        )
         problems: list[Any] = []
         if config.n_humaneval:
             from icml25.data.humaneval import load_humaneval
@@ -415,23 +531,38 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             problems = sorted(load_humaneval(), key=lambda p: (len(p.canonical_solution), p.task_id))
             problems = problems[: config.n_humaneval]
 
-        def evaluate(m: Any) -> dict[str, float]:
-            out = {"edit_success": _edit_success(m, codec, splits["test"], config.gen_slack, config.gen_cap)}
-            out["humaneval"] = _humaneval(m, codec, problems, config.he_tokens)
-            out.update(_bpb(m, codec, texts, config))
+        bf16 = config.precision == "bf16"
+        edit_prompts = _edit_prompts(codec, splits["test"], config.gen_slack, config.gen_cap)
+
+        def retention(m: Any) -> dict[str, float]:
+            out = {"humaneval": _humaneval(m, codec, problems, config.he_tokens, config.gen_batch, bf16)}
+            out.update(_bpb(m, codec, corpus, config))
+            return out
+
+        def evaluate(m: Any, *, base: bool = False) -> dict[str, float]:
+            out = {
+                "edit_success": _edit_success(m, codec, splits["test"], edit_prompts, config.gen_batch, bf16)
+            }
+            if base:  # the base model's retention does not depend on the seed: once per run
+                key = (config.model, "base retention", config.n_humaneval, config.he_tokens, n_ppl)
+                out.update(_cached(key + (config.ppl_window, config.code_chars), lambda: retention(m)))
+            else:
+                out.update(retention(m))
             return out
 
         metrics: dict[str, dict[str, float]] = {}
         series: dict[str, Any] = {"lr_val_loss": {}, "train_loss": {}}
         ctx.progress("evaluate base", 0, 1)
-        metrics["base"] = evaluate(model)
+        metrics["base"] = evaluate(model, base=True)
         metrics["base"]["changed"] = 0.0
         metrics["base"]["val_loss"] = _val_loss(model, encoded["val"])
-        total = len(TRAINED) * len(config.lrs)
+        tuned = self._tuned_lrs if config.lr_tuning == "first_seed" else {}
+        grids = {arm: (tuned[arm],) if arm in tuned else config.lrs for arm in TRAINED}
+        total = sum(len(g) for g in grids.values())
         done = 0
         for arm in TRAINED:
             runs = {}
-            for lr in config.lrs:
+            for lr in grids[arm]:
                 ctx.progress(f"fine-tune {arm}", done, total)
                 ft_cfg = FinetuneConfig(
                     method=arm,  # type: ignore[arg-type]
@@ -445,12 +576,14 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
                     scope=config.scope,  # type: ignore[arg-type]
                     lora_r=config.lora_r,
                     lora_alpha=config.lora_alpha,
+                    precision=config.precision,  # type: ignore[arg-type]
                 )
                 res = finetune(model, encoded["train"], ft_cfg, seed=seed)
                 runs[lr] = (res, _val_loss(res.model, encoded["val"]))
                 series["lr_val_loss"][f"{arm}@{lr:g}"] = runs[lr][1]
                 done += 1
             best = best_on_validation(runs, lambda r: r[1])
+            tuned[arm] = best
             res, vloss = runs[best]
             for lr, (other, _) in runs.items():
                 if lr != best:
@@ -473,7 +606,7 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
         b = metrics["base"]
         for m in metrics.values():
             m["edit_gain"] = m["edit_success"] - b["edit_success"]
-            m["bpb_drift"] = statistics.fmean(abs(m[f"{k}_bpb"] - b[f"{k}_bpb"]) for k in texts)
+            m["bpb_drift"] = statistics.fmean(abs(m[f"{k}_bpb"] - b[f"{k}_bpb"]) for k in corpus)
             m["he_drop"] = (b["humaneval"] - m["humaneval"]) if problems else 0.0
         metrics["selekt"]["changed_minus_alpha"] = metrics["selekt"]["changed_max"] - config.alpha
         series["samples"] = [

@@ -97,12 +97,38 @@ def encode_pairs(
 
 
 def completion_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor], _gen: Any = None) -> Tensor:
-    """Mean cross-entropy over response tokens (padding trimmed to the longest row of the batch)."""
+    """Mean cross-entropy over response tokens (padding trimmed to the longest row of the batch).
+
+    The same value as a Hugging Face model's own ``labels=`` loss, but the vocabulary projection
+    is applied only from the first response position of the batch on (``logits_to_keep``): the
+    prompt's logits are never used, and on a small model the LM head is a large part of a step.
+    A model whose ``forward`` does not take ``logits_to_keep`` gets all positions.
+    """
     ids, labels, attn = batch
     width = int(attn.sum(1).max())
-    out = model(input_ids=ids[:, :width], attention_mask=attn[:, :width], labels=labels[:, :width])
-    loss = out.loss if hasattr(out, "loss") else out[0]
-    return loss
+    ids, labels, attn = ids[:, :width], labels[:, :width], attn[:, :width]
+    scored = (labels[:, 1:] != -100).any(0).nonzero()
+    first = int(scored[0]) if scored.numel() else width - 2  # logit position of the first target
+    keep = max(width - first, 2)
+    try:
+        out = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep)
+    except TypeError:
+        out = model(input_ids=ids, attention_mask=attn)
+    logits = out.logits if hasattr(out, "logits") else out[0]
+    keep = min(keep, logits.shape[1])
+    logits = logits[:, -keep:-1]  # positions width-keep .. width-2 predict width-keep+1 .. width-1
+    targets = labels[:, width - keep + 1 :]
+    return nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100
+    )
+
+
+def _bf16_completion_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor], _gen: Any = None) -> Tensor:
+    """:func:`completion_loss` with the forward pass under bfloat16 autocast (fp32 weights)."""
+    device_type = next(model.parameters()).device.type
+    with torch.autocast(device_type, dtype=torch.bfloat16):
+        loss = completion_loss(model, batch)
+    return loss.float()
 
 
 @dataclass(frozen=True)
@@ -118,6 +144,10 @@ class FinetuneConfig:
         scope: ``"per_tensor"`` (released code) or ``"global"`` (paper pseudo-code).
         lora_r, lora_alpha, lora_dropout: the LoRA baseline (paper: 64, 16, 0.05).
         grad_clip: gradient-norm clip (0 = off).
+        precision: ``"fp32"``, or ``"bf16"``: the forward and backward passes under bfloat16
+            autocast with fp32 master weights and optimiser state (the paper trains in bf16;
+            on a CPU with bf16 matrix units this is also faster).
+        fused: fused AdamW kernels (same update, fewer passes over the weights).
     """
 
     method: Method = "selekt"
@@ -133,6 +163,8 @@ class FinetuneConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.05
     grad_clip: float = 1.0
+    precision: Literal["fp32", "bf16"] = "fp32"
+    fused: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in ("selekt", "sft", "lora", "sft_then_project"):
@@ -150,6 +182,10 @@ class FinetuneConfig:
         check_in_range("FinetuneConfig.lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)
         if self.scope not in ("per_tensor", "global"):
             raise ValueError(f"FinetuneConfig.scope must be per_tensor or global, got {self.scope!r}")
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"FinetuneConfig.precision must be fp32 or bf16, got {self.precision!r}")
+        if not isinstance(self.fused, bool):
+            raise TypeError(f"FinetuneConfig.fused must be a bool, got {type(self.fused).__name__}")
 
 
 @dataclass
@@ -207,7 +243,9 @@ def finetune(
         grad_clip=config.grad_clip,
         sampling="shuffle",
         keep_best=False,
+        fused=config.fused,
     )
+    loss_fn = completion_loss if config.precision == "fp32" else _bf16_completion_loss
     projector: SeleKT | None = None
     if config.method == "lora":
         from peft import LoraConfig, get_peft_model
@@ -220,16 +258,22 @@ def finetune(
             task_type="CAUSAL_LM",
         )
         peft_model = get_peft_model(work, lcfg)
-        history = fit(peft_model, completion_loss, data, fit_cfg, seed=seed, progress=progress)
+        history = fit(peft_model, loss_fn, data, fit_cfg, seed=seed, progress=progress)
         work = peft_model.merge_and_unload()
+        # peft froze the base weights; give them back the input's flags (besides being what the
+        # caller passed in, autocast caches its bf16 weight casts only for weights that need grad)
+        flags = {n: p.requires_grad for n, p in model.named_parameters()}
+        for n, p in work.named_parameters():
+            p.requires_grad_(flags.get(n, True))
     else:
         if config.method == "selekt":
             projector = SeleKT(base, alpha=config.alpha, period_steps=config.period_steps, scope=config.scope)
-        history = fit(work, completion_loss, data, fit_cfg, seed=seed, post_step=projector, progress=progress)
+        history = fit(work, loss_fn, data, fit_cfg, seed=seed, post_step=projector, progress=progress)
         if config.method == "sft_then_project":
             projector = SeleKT(base, alpha=config.alpha, period_steps=config.steps, scope=config.scope)
-        if projector is not None:
             projector.finalize(work)
+        elif projector is not None and len(history.steps) % config.period_steps:
+            projector.finalize(work)  # Alg. 1's last projection, unless the last step made it
     work.eval()
     return FinetuneResult(
         model=work,

@@ -46,12 +46,14 @@ def _check_scope(scope: str) -> None:
         raise ValueError(f"scope must be 'per_tensor' or 'global', got {scope!r}")
 
 
-def topk_mask(delta: Tensor, k: int) -> Tensor:
-    """Boolean mask of the ``k`` largest entries of ``|delta|`` (exactly ``k`` entries, ties broken by index).
+def topk_mask(delta: Tensor, k: int, *, check: bool = True) -> Tensor:
+    """Boolean mask of the ``k`` largest entries of ``|delta|`` (exactly ``k`` entries; among equal
+    magnitudes at the cut, which ones are kept is unspecified).
 
     Args:
         delta: any floating tensor (the task vector of one parameter).
         k: number of entries to keep, ``0 <= k <= delta.numel()``.
+        check: verify that ``delta`` is finite (callers that already did may skip the extra pass).
     """
     if not isinstance(delta, Tensor):
         raise TypeError(f"delta must be a torch.Tensor, got {type(delta).__name__}")
@@ -61,9 +63,9 @@ def topk_mask(delta: Tensor, k: int) -> Tensor:
         raise ValueError("delta must not be empty")
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= delta.numel():
         raise ValueError(f"k must be an int in [0, {delta.numel()}], got {k!r}")
-    if not torch.isfinite(delta).all():
-        raise ValueError("delta must be finite (NaN or inf in the task vector)")
     flat = delta.detach().reshape(-1).abs()
+    if check and not bool(torch.isfinite(flat.max())):  # max propagates NaN
+        raise ValueError("delta must be finite (NaN or inf in the task vector)")
     mask = torch.zeros_like(flat, dtype=torch.bool)
     if k > 0:
         mask[torch.topk(flat, k, sorted=False).indices] = True
@@ -115,7 +117,7 @@ def sparse_project_(
     deltas = []
     for name, p, base in triples:
         d = p.detach() - base.to(p.device, p.dtype)
-        if not torch.isfinite(d).all():
+        if d.numel() and not bool(torch.isfinite(d.abs().max())):  # max propagates NaN
             raise ValueError(f"model: parameter {name!r} holds NaN or inf; cannot project")
         deltas.append(d)
     if scope == "global":
@@ -125,16 +127,19 @@ def sparse_project_(
         keep = torch.zeros_like(flat, dtype=torch.bool)
         if k > 0:
             keep[torch.topk(flat, k, sorted=False).indices] = True
+        del flat
         masks, start = [], 0
         for d in deltas:
             masks.append(keep[start : start + d.numel()].view_as(d))
             start += d.numel()
     else:
-        masks = [topk_mask(d, int(alpha * d.numel())) for d in deltas]
+        masks = [topk_mask(d, int(alpha * d.numel()), check=False) for d in deltas]
     fractions = {}
     for (name, p, base), d, m in zip(triples, deltas, masks, strict=True):
-        p.copy_(base.to(p.device, p.dtype) + d * m)
-        fractions[name] = float((p != base.to(p.device, p.dtype)).float().mean())
+        # θ ← θ_base + γ ⊙ τ, written as a select: entries outside the mask get the base value
+        # bit for bit, entries inside keep the trained value.
+        p.copy_(torch.where(m, p.detach(), base.to(p.device, p.dtype)))
+        fractions[name] = float(torch.count_nonzero(d.masked_fill_(~m, 0))) / max(d.numel(), 1)
     return fractions
 
 
@@ -142,7 +147,8 @@ def sparse_project_(
 def changed_fraction(model: nn.Module, base_state: Mapping[str, Tensor]) -> dict[str, float]:
     """Fraction of entries of each parameter that differ from ``base_state``."""
     return {
-        n: float((p != b.to(p.device, p.dtype)).float().mean()) for n, p, b in _matched(model, base_state)
+        n: float(torch.count_nonzero(p.detach() != b.to(p.device, p.dtype))) / max(p.numel(), 1)
+        for n, p, b in _matched(model, base_state)
     }
 
 
