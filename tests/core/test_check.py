@@ -181,3 +181,27 @@ def test_our_setup_names_the_settings_a_run_changed(toy_check) -> None:
     assert "changed" not in plain.claim.get("setup_notes", "")
     r = toy_check.run("small", n_seeds=1, overrides={"effect": 2.5})
     assert "This run changed the small preset: effect=2.5." in r.claim["setup_notes"]
+
+
+def test_begin_and_end_run_frame_every_run_even_a_failed_one(toy_check, monkeypatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(toy_check, "begin_run", lambda config: calls.append(f"begin n={config.n}"))
+    monkeypatch.setattr(toy_check, "end_run", lambda: calls.append("end"))
+    original = toy_check.run_seed
+
+    def run_seed(config, seed, ctx):
+        calls.append(f"seed {seed}")
+        return original(config, seed, ctx)
+
+    monkeypatch.setattr(toy_check, "run_seed", run_seed)
+    toy_check.run("small", n_seeds=2)
+    assert calls == ["begin n=200", "seed 0", "seed 1", "end"]
+
+    def broken(config, seed, ctx):
+        raise RuntimeError("seed failed")
+
+    calls.clear()
+    monkeypatch.setattr(toy_check, "run_seed", broken)
+    with pytest.raises(RuntimeError, match="seed failed"):
+        toy_check.run("small", n_seeds=2)
+    assert calls == ["begin n=200", "end"]

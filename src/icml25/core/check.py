@@ -140,6 +140,17 @@ class ClaimCheck(Generic[C]):
         """
         return self.claim
 
+    def begin_run(self, config: C) -> None:
+        """Optional: called once at the start of every :meth:`run`, before the first seed.
+
+        Reset here what the seeds of one run share (a learning rate chosen on the first seed, a
+        cache of seed-independent evaluations), so that a second run starts clean.
+        """
+
+    def end_run(self) -> None:
+        """Optional: called once at the end of every :meth:`run`, also when it failed; release
+        per-run resources (worker pools, caches) here."""
+
     # -- the runner ---------------------------------------------------------------------------
 
     def config(self, scale: str = "small", overrides: Mapping[str, Any] | None = None) -> C:
@@ -189,7 +200,11 @@ class ClaimCheck(Generic[C]):
             run_dir = Path(scratch.name)
         ctx = RunContext(slug=self.slug, scale=scale, run_dir=run_dir, reporter=reporter)
         try:
-            result = self._run(config, scale, seeds, ctx, run_id, started_at)
+            self.begin_run(config)
+            try:
+                result = self._run(config, scale, seeds, ctx, run_id, started_at)
+            finally:
+                self.end_run()
         except BaseException:
             if store is not None:
                 store.discard(run_dir)

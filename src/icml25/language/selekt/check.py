@@ -30,16 +30,14 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
-from icml25.core.claims import CheckResult, Claim, Criterion
-from icml25.core.progress import Reporter
-from icml25.core.results import ResultStore
+from icml25.core.claims import Claim, Criterion
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields, check_in_range
 
@@ -449,21 +447,9 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
     def __init__(self) -> None:
         self._tuned_lrs: dict[str, float] = {}
 
-    def run(
-        self,
-        scale: str = "small",
-        *,
-        seeds: Sequence[int] | None = None,
-        n_seeds: int | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        store: ResultStore | None = None,
-        reporter: Reporter | None = None,
-    ) -> CheckResult:
-        """:meth:`ClaimCheck.run`, starting with no learning rate chosen (``lr_tuning``)."""
+    def begin_run(self, config: SeleKTCheckConfig) -> None:
+        """No learning rate is chosen yet when a run starts (``lr_tuning``)."""
         self._tuned_lrs = {}
-        return super().run(
-            scale, seeds=seeds, n_seeds=n_seeds, overrides=overrides, store=store, reporter=reporter
-        )
 
     def run_seed(self, config: SeleKTCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         from icml25.data.corpora import english_corpus, python_corpus

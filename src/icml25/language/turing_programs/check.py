@@ -58,7 +58,7 @@ import numpy as np
 import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
-from icml25.core.claims import CheckResult, Claim, Criterion
+from icml25.core.claims import Claim, Criterion
 from icml25.core.validate import check_fields, check_in_range
 
 from .model import DecoderConfig, TinyDecoder
@@ -390,16 +390,16 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
             headline_baseline=f"{baselines[0]}.exact_2x",
         )
 
-    def run(self, scale: str = "small", **kwargs: Any) -> CheckResult:  # type: ignore[override]
-        """The base runner, with the learning-rate sweep cache and worker pool reset before and after."""
+    def begin_run(self, config: TuringProgramsCheckConfig) -> None:
+        """A fresh learning-rate sweep cache for every run."""
         self._cache = _Cache()
-        try:
-            return super().run(scale, **kwargs)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-            self._pool = None
-            self._cache = _Cache()
+
+    def end_run(self) -> None:
+        """Shut the worker pool down and drop the cache."""
+        if self._pool is not None:
+            self._pool.shutdown()
+        self._pool = None
+        self._cache = _Cache()
 
     # -- training with the shared learning-rate sweep -----------------------------------------
 
