@@ -21,16 +21,19 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
 
 from icml25.core.claims import (
     SCALES,
     CheckResult,
     Claim,
     Criterion,
+    CriterionResult,
     FigureRef,
     MetricSummary,
     claim_to_json,
@@ -71,11 +74,17 @@ class SeedOutcome:
         metrics: ``{arm: {metric: value}}``; the criteria read these.
         series: curves and small arrays for figures and the report (JSON-able).
         notes: remarks worth keeping with the result (e.g. "network arm skipped: budget").
+        items: ``{arm: {metric: rows}}``, the per-item scores behind a metric that is a statistic
+            over test items (rows: first axis = items, the same items in the same order for every
+            arm). Paired criteria bootstrap over them; the metric's value, when not in
+            ``metrics``, is the check's ``item_statistics[metric]`` of the rows (the mean by default).
+            They are not stored with the result.
     """
 
     metrics: Mapping[str, Mapping[str, float]]
     series: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    items: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class RunContext:
@@ -88,6 +97,8 @@ class RunContext:
         self.seed: int | None = None
         self._reporter = reporter
         self.figures: list[FigureRef] = []
+        #: the evaluated criteria and gates, set before ``make_figures`` is called
+        self.criteria: tuple[CriterionResult, ...] = ()
 
     def progress(self, task: str, done: int, total: int | None = None) -> None:
         """Report the current task (name it by what it does: ``"train tarflow"``), ``done`` of ``total``."""
@@ -122,6 +133,8 @@ class ClaimCheck(Generic[C]):
     claim: ClassVar[Claim]
     presets: ClassVar[Mapping[str, Any]]
     default_seeds: ClassVar[Mapping[str, int]] = {"tiny": 1, "small": 2, "full": 3}
+    #: metric -> function of one arm's item rows, for metrics that are not a mean over items
+    item_statistics: ClassVar[Mapping[str, Callable[[np.ndarray], float]]] = {}
 
     # -- what subclasses implement ------------------------------------------------------------
 
@@ -251,22 +264,42 @@ class ClaimCheck(Generic[C]):
             outcomes.append(outcome)
             notes.extend(outcome.notes)
         ctx.seed = None
-        if outcomes and missing is None:
-            try:
-                self.make_figures(config, outcomes, ctx)
-            except Exception as exc:  # a figure never costs the measured result
-                notes.append(f"{FIGURE_FAILURE_NOTE}: {type(exc).__name__}: {exc}")
-
         claim = self.claim_for(config)
-        metrics = summarize_metrics([o.metrics for o in outcomes])
+        items = _collect_items(outcomes)
+        per_seed = [dict(o.metrics) for o in outcomes]
+        for seed_metrics, outcome in zip(per_seed, outcomes, strict=True):
+            for arm, arm_items in outcome.items.items():
+                filled = dict(seed_metrics.get(arm, {}))
+                for metric, rows in arm_items.items():
+                    if metric not in filled:
+                        stat = self.item_statistics.get(metric)
+                        arr = np.asarray(rows, dtype=float)
+                        filled[metric] = float(stat(arr)) if stat is not None else float(arr.mean())
+                seed_metrics[arm] = filled
+        metrics = summarize_metrics(per_seed)
         for arm in claim.arms:  # every declared arm appears, even one that measured nothing
             metrics.setdefault(arm, {})
         counts = {f"{a}.{m}": len(s.values) for a, ms in metrics.items() for m, s in ms.items()}
         partial = sorted(k for k, n in counts.items() if n != len(outcomes))
         if partial:
             notes.append("measured on fewer seeds than were run: " + ", ".join(partial))
-        applicable = claim.criteria_at(scale)
-        criteria = tuple(evaluate_criterion(c, metrics) for c in applicable)
+        applicable = (*claim.gates_at(scale), *claim.criteria_at(scale))
+        criteria = tuple(
+            evaluate_criterion(
+                c, metrics, items=items, statistics=self.item_statistics, role=claim.role_of(c.name)
+            )
+            for c in applicable
+        )
+        ctx.criteria = criteria
+        if outcomes and missing is None:
+            try:
+                self.make_figures(config, outcomes, ctx)
+                if any(c.interval is not None for c in criteria):
+                    from icml25.core.plotting import draw_paired_intervals
+
+                    draw_paired_intervals(criteria, ctx)
+            except Exception as exc:  # a figure never costs the measured result
+                notes.append(f"{FIGURE_FAILURE_NOTE}: {type(exc).__name__}: {exc}")
         if outcomes:
             notes.extend(_unmeasured_notes(applicable, metrics))
         verdict = compute_verdict(
@@ -293,6 +326,19 @@ class ClaimCheck(Generic[C]):
             notes=tuple(dict.fromkeys(notes)),
             run_id=run_id,
         )
+
+
+def _collect_items(outcomes: Sequence[SeedOutcome]) -> dict[str, dict[str, list[np.ndarray]]]:
+    """``{arm: {metric: [rows of seed 1, rows of seed 2, ...]}}`` for item scores every seed reported."""
+    if not outcomes:
+        return {}
+    out: dict[str, dict[str, list[np.ndarray]]] = {}
+    for arm, arm_items in outcomes[0].items.items():
+        for metric in arm_items:
+            rows = [o.items.get(arm, {}).get(metric) for o in outcomes]
+            if all(r is not None for r in rows):
+                out.setdefault(arm, {})[metric] = [np.asarray(r, dtype=float) for r in rows]
+    return out
 
 
 def _changed_settings(preset: Any, config: Any, prefix: str = "") -> list[str]:

@@ -15,6 +15,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 import statistics
@@ -26,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from icml25.core.stats import Comparison, Interval, judge, paired_interval, resolving_factor
 from icml25.core.validate import check_positive
 
 __all__ = [
@@ -37,8 +39,10 @@ __all__ = [
     "Verdict",
     "VerdictKind",
     "CheckResult",
+    "ROLES",
     "compute_verdict",
     "evaluate_criterion",
+    "rejudge",
     "summarize_metrics",
     "to_jsonable",
 ]
@@ -46,6 +50,8 @@ __all__ = [
 SCALES: tuple[str, ...] = ("tiny", "small", "full")
 
 Op = Literal["<", "<=", ">", ">="]
+Role = Literal["headline", "supporting", "gate", "smoke"]
+ROLES: tuple[str, ...] = ("headline", "supporting", "gate", "smoke")
 Reduce = Literal["mean", "median", "min", "max"]
 
 _OPS: dict[str, Any] = {
@@ -143,6 +149,10 @@ class Criterion:
     reduce: Reduce = "mean"
     scales: tuple[str, ...] = ("small", "full")
     description: str = ""
+    smallest_effect: float | None = None
+    effect_source: str = ""
+    comparison: Comparison = "superiority"
+    needs: str | None = None
 
     def __post_init__(self) -> None:
         if self.op not in _OPS:
@@ -156,6 +166,35 @@ class Criterion:
         unknown = set(self.scales) - set(SCALES)
         if unknown or not self.scales:
             raise ValueError(f"Criterion {self.name!r}: scales must be a non-empty subset of {SCALES}")
+        if self.comparison not in ("superiority", "non_inferiority"):
+            raise ValueError(
+                f"Criterion {self.name!r}: comparison must be 'superiority' or 'non_inferiority', "
+                f"got {self.comparison!r}"
+            )
+        if self.smallest_effect is not None:
+            if self.other_arm is None:
+                raise ValueError(
+                    f"Criterion {self.name!r}: smallest_effect applies to an arm-vs-arm comparison "
+                    "(other_arm=); a threshold criterion has no paired interval"
+                )
+            if not (math.isfinite(self.smallest_effect) and self.smallest_effect > 0):
+                raise ValueError(
+                    f"Criterion {self.name!r}: smallest_effect must be positive, got {self.smallest_effect}"
+                )
+            if not self.effect_source.strip():
+                raise ValueError(
+                    f"Criterion {self.name!r}: say where smallest_effect comes from (effect_source=), "
+                    "e.g. the paper's reported gap or a stated fraction of it"
+                )
+        elif self.comparison == "non_inferiority":
+            raise ValueError(
+                f"Criterion {self.name!r}: a non-inferiority comparison needs its margin as smallest_effect="
+            )
+
+    @property
+    def paired(self) -> bool:
+        """Whether this criterion is judged by a paired interval against its smallest effect."""
+        return self.smallest_effect is not None
 
     @property
     def rhs_metric(self) -> str:
@@ -163,6 +202,15 @@ class Criterion:
 
     def describe(self) -> str:
         """The condition as a formula, e.g. ``mean(rfm.acc) >= 0.99``."""
+        if self.smallest_effect is not None:
+            diff = f"{self.arm}.{self.metric} - "
+            diff += f"{self.factor:g} x " if self.factor != 1.0 else ""
+            diff += f"{self.other_arm}.{self.rhs_metric}"
+            sign = 1 if self.op in (">", ">=") else -1
+            if self.comparison == "non_inferiority":
+                margin = -sign * self.smallest_effect
+                return f"paired CI of ({diff}) {self.op} {margin:g} (non-inferiority margin)"
+            return f"paired CI of ({diff}) {self.op} 0 (smallest effect {sign * self.smallest_effect:g})"
         lhs = f"{self.reduce}({self.arm}.{self.metric})"
         if self.other_arm is None:
             rhs = f"{self.threshold:g}"
@@ -210,18 +258,38 @@ class Claim:
     setup_notes: str = ""
     requires: tuple[str, ...] = ()
     timed_metrics: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    gates: tuple[Criterion, ...] = ()
 
     def __post_init__(self) -> None:
-        names = [c.name for c in self.criteria]
+        names = [c.name for c in (*self.criteria, *self.gates)]
         if len(set(names)) != len(names):
-            raise ValueError(f"Claim: criterion names must be unique, got {names}")
+            raise ValueError(f"Claim: criterion and gate names must be unique, got {names}")
         if not self.criteria:
             raise ValueError("Claim: at least one criterion is required")
-        arms = {self.ours, *self.baselines}
-        for c in self.criteria:
+        overlap = set(self.references) & {self.ours, *self.baselines}
+        if overlap:
+            raise ValueError(
+                f"Claim: {sorted(overlap)} are declared both as compared arms and as references; a "
+                "reference shows what learning nothing scores and is never a baseline to beat"
+            )
+        arms = {self.ours, *self.baselines, *self.references}
+        for g in self.gates:
+            if g.paired:
+                raise ValueError(f"Claim: gate {g.name!r} is a point condition; give it no smallest_effect")
+        for c in (*self.criteria, *self.gates):
             for arm in (c.arm, c.other_arm):
                 if arm is not None and arm not in arms:
                     raise ValueError(f"Claim: criterion {c.name!r} names arm {arm!r}, not in {sorted(arms)}")
+        for c in self.criteria:
+            if c.needs is not None:
+                raise ValueError(f"Claim: criterion {c.name!r} names needs=; only a gate can need a resource")
+            if c.other_arm in self.references and c.arm not in self.references and c.paired:
+                raise ValueError(
+                    f"Claim: criterion {c.name!r} compares with the reference {c.other_arm!r}; beating a "
+                    "floor is a gate (Claim.gates), not a claim criterion"
+                )
+        names = [c.name for c in self.criteria]
         if self.headline is not None and self.headline not in names:
             raise ValueError(f"Claim: headline {self.headline!r} is not a criterion name ({names})")
         check_positive("Claim.min_seeds", self.min_seeds, integer=True)
@@ -241,7 +309,22 @@ class Claim:
 
     @property
     def arms(self) -> tuple[str, ...]:
-        return (self.ours, *self.baselines)
+        """Every measured arm: ours, the baselines, then the references."""
+        return (self.ours, *self.baselines, *self.references)
+
+    def role_of(self, name: str) -> Role:
+        """``gate``, ``headline``, ``smoke`` (judged only at tiny) or ``supporting``."""
+        if any(g.name == name for g in self.gates):
+            return "gate"
+        if name == self.headline_criterion().name:
+            return "headline"
+        c = next((c for c in self.criteria if c.name == name), None)
+        if c is not None and c.scales == ("tiny",):
+            return "smoke"
+        return "supporting"
+
+    def gates_at(self, scale: str) -> tuple[Criterion, ...]:
+        return tuple(g for g in self.gates if g.applies_at(scale))
 
     def is_timed(self, metric: str) -> bool:
         """Whether ``metric`` is declared as measured from wall-clock time."""
@@ -310,7 +393,17 @@ def summarize_metrics(
 
 @dataclass(frozen=True)
 class CriterionResult:
-    """A criterion evaluated on measurements. ``passed`` is None when it could not be evaluated."""
+    """A criterion (or gate) evaluated on measurements.
+
+    ``value`` and ``threshold`` are the two sides as point estimates (for an arm-vs-arm criterion,
+    the reduced metric of each arm, the other side times ``factor``). ``passed`` is True/False for
+    holds/fails and None when the criterion could not be decided (undetermined or not evaluable).
+
+    For a paired criterion (one with a smallest effect of interest) ``effect`` is the paired
+    difference's estimate, ``interval`` its confidence interval, ``interval_text`` the same in
+    words with its method and units, and ``resolve_factor`` (undetermined only) about how many
+    times the current units would resolve it.
+    """
 
     name: str
     description: str
@@ -320,12 +413,52 @@ class CriterionResult:
     op: str
     passed: bool | None
     reason: str = ""
+    outcome: str = "n/a"
+    role: str = "supporting"
+    effect: float | None = None
+    interval: tuple[float, float] | None = None
+    interval_text: str = ""
+    smallest_effect: float | None = None
+    comparison: str = "superiority"
+    resolve_factor: float | None = None
+    needs: str | None = None
+
+    def summary(self) -> str:
+        """One line: name, outcome and, where there is one, the interval."""
+        text = f"{self.name} {self.outcome}"
+        if self.interval_text:
+            text += f" ({self.interval_text}"
+            if self.smallest_effect is not None:
+                kind = "margin" if self.comparison == "non_inferiority" else "smallest effect"
+                text += f"; {kind} {self.smallest_effect:g}"
+            text += ")"
+        elif self.value is not None and self.threshold is not None:
+            text += f" ({self.value:.4g} {self.op} {self.threshold:.4g})"
+        resolve = self.resolve_factor
+        if self.outcome == "undetermined" and resolve is not None and math.isfinite(resolve):
+            text += f"; about {self.resolve_factor:.1f}x the units would resolve it"
+        return text
+
+
+ItemScores = Mapping[str, Mapping[str, Sequence[Any]]]  # arm -> metric -> one item array per seed
 
 
 def evaluate_criterion(
-    criterion: Criterion, metrics: Mapping[str, Mapping[str, MetricSummary]]
+    criterion: Criterion,
+    metrics: Mapping[str, Mapping[str, MetricSummary]],
+    *,
+    items: ItemScores | None = None,
+    statistics: Mapping[str, Any] | None = None,
+    role: str = "supporting",
 ) -> CriterionResult:
-    """Evaluate one criterion. Missing or non-finite measurements give ``passed=None``."""
+    """Evaluate one criterion. Missing or non-finite measurements give ``passed=None``.
+
+    A threshold criterion (and a legacy arm-vs-arm one without ``smallest_effect``) is decided by
+    its point estimates. A paired criterion is decided by :func:`icml25.core.stats.judge` on the
+    interval of the paired difference: over seeds and items where both arms reported per-item
+    scores for the metric (``items``; ``statistics[metric]`` maps item rows to the metric, the
+    mean by default), else a paired t interval over seeds.
+    """
 
     def lookup(arm: str, metric: str) -> tuple[float | None, str]:
         summary = metrics.get(arm, {}).get(metric)
@@ -336,11 +469,15 @@ def evaluate_criterion(
             return None, f"metric {arm}.{metric} is not finite ({summary.values})"
         return value, ""
 
-    base = dict(
+    base: dict[str, Any] = dict(
         name=criterion.name,
         description=criterion.description,
         formula=criterion.describe(),
         op=criterion.op,
+        role=role,
+        smallest_effect=criterion.smallest_effect,
+        comparison=criterion.comparison,
+        needs=criterion.needs,
     )
     value, reason = lookup(criterion.arm, criterion.metric)
     if value is None:
@@ -352,8 +489,65 @@ def evaluate_criterion(
         if other is None:
             return CriterionResult(**base, value=value, threshold=None, passed=None, reason=reason)
         threshold = criterion.factor * other
-    passed = bool(_OPS[criterion.op](value, threshold))
-    return CriterionResult(**base, value=value, threshold=threshold, passed=passed)
+    if not criterion.paired:
+        passed = bool(_OPS[criterion.op](value, threshold))
+        return CriterionResult(
+            **base, value=value, threshold=threshold, passed=passed, outcome="holds" if passed else "fails"
+        )
+    assert criterion.other_arm is not None and criterion.smallest_effect is not None
+    a_items = (items or {}).get(criterion.arm, {}).get(criterion.metric)
+    b_items = (items or {}).get(criterion.other_arm, {}).get(criterion.rhs_metric)
+    statistic = (statistics or {}).get(criterion.metric)
+    interval: Interval | None = paired_interval(
+        a_items,
+        b_items,
+        metrics[criterion.arm][criterion.metric].values,
+        metrics[criterion.other_arm][criterion.rhs_metric].values,
+        statistic=statistic,
+        factor=criterion.factor,
+    )
+    outcome = judge(interval, criterion.op, criterion.smallest_effect, criterion.comparison)
+    resolve = (
+        resolving_factor(interval, criterion.op, criterion.smallest_effect, criterion.comparison)
+        if interval is not None and outcome == "undetermined"
+        else None
+    )
+    return CriterionResult(
+        **base,
+        value=value,
+        threshold=threshold,
+        passed={"holds": True, "fails": False}.get(outcome),
+        reason="" if interval is not None else "one seed and no per-item scores: no interval",
+        outcome=outcome,
+        effect=interval.estimate if interval is not None else value - threshold,
+        interval=(interval.low, interval.high) if interval is not None else None,
+        interval_text=interval.describe() if interval is not None else "",
+        resolve_factor=resolve,
+    )
+
+
+def rejudge(result: CriterionResult) -> CriterionResult:
+    """The same criterion result with ``passed``/``outcome`` recomputed from its stored numbers.
+
+    Used on stored results, which are untrusted: a paired result is re-judged from its interval
+    and smallest effect, a point result from its value, operator and threshold.
+    """
+    if result.smallest_effect is not None and result.role != "gate":
+        if result.interval is None:
+            outcome = "undetermined" if result.value is not None and result.threshold is not None else "n/a"
+        else:
+            lo, hi = result.interval
+            est = result.effect if result.effect is not None else (lo + hi) / 2
+            interval = Interval(est, lo, hi, 0.95, "stored", 1)
+            outcome = judge(interval, result.op, result.smallest_effect, result.comparison)  # type: ignore[arg-type]
+        passed = {"holds": True, "fails": False}.get(outcome)
+        return dataclasses.replace(result, outcome=outcome, passed=passed)
+    passed = None
+    known = result.op in _OPS and result.value is not None and result.threshold is not None
+    if known and math.isfinite(result.value) and math.isfinite(result.threshold):  # type: ignore[arg-type]
+        passed = bool(_OPS[result.op](result.value, result.threshold))
+    outcome = "n/a" if passed is None else ("holds" if passed else "fails")
+    return dataclasses.replace(result, passed=passed, outcome=outcome)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -405,23 +599,32 @@ def compute_verdict(
 ) -> Verdict:
     """The one function that decides a verdict.
 
-    Order of precedence:
+    ``results`` holds the claim's criteria and its gates (``role == "gate"``). Order of precedence:
         1. a missing resource             -> ``needs <resource>``
         2. no applicable criterion        -> ``inconclusive``
         3. scale ``tiny``                 -> ``inconclusive`` (a smoke run never judges the claim;
                                              the reason says whether its smoke criteria held)
-        4. fewer seeds than ``min_seeds`` -> ``inconclusive`` (the claim's spread-based criteria
-                                             are not meaningful on fewer seeds, so neither a pass
-                                             nor a fail decides; the reason lists what failed)
-        5. any criterion failed           -> ``not reproduced``
-        6. any criterion not evaluable    -> ``inconclusive``
-        7. otherwise                      -> ``reproduced``
+        4. fewer seeds than ``min_seeds`` -> ``inconclusive``
+        5. a gate failed or could not be evaluated -> ``inconclusive`` (the setup cannot show the
+           effect; the reason names the gate, its value and threshold), or ``needs <resource>``
+           when the gate declares that only a resource can pass it
+        6. the headline criterion fails   -> ``not reproduced``
+        7. the headline is undetermined or not evaluable -> ``inconclusive`` (underpowered: the
+           reason gives the interval and about how many times the units would resolve it)
+        8. a supporting criterion fails   -> ``not reproduced``
+        9. a supporting criterion is undetermined or not evaluable -> ``inconclusive``
+       10. otherwise                      -> ``reproduced``
+    The reason leads with the headline's outcome and interval, then counts the supporting ones.
+    Results without roles (stored before roles existed) are all supporting: then any failure gives
+    ``not reproduced``, as before.
     """
     if scale not in SCALES:
         raise ValueError(f"compute_verdict: scale must be one of {SCALES}, got {scale!r}")
     if missing_resource:
         return Verdict(VerdictKind.NEEDS, missing_resource, f"this check needs {missing_resource}")
-    if not results:
+    gates = [r for r in results if r.role == "gate"]
+    criteria = [r for r in results if r.role != "gate"]
+    if not criteria:
         return Verdict(VerdictKind.INCONCLUSIVE, reason="no criterion applies at this scale")
     if scale == "tiny":
         bad = [r.name for r in results if r.passed is not True]
@@ -429,19 +632,64 @@ def compute_verdict(
         return Verdict(
             VerdictKind.INCONCLUSIVE, reason=f"tiny is a smoke run, not a test of the claim; {smoke}"
         )
-    failed = [r.name for r in results if r.passed is False]
+    failed = [r.name for r in criteria if r.passed is False]
     if n_seeds < min_seeds:
         also = f"; on these seeds failed: {', '.join(failed)}" if failed else ""
         return Verdict(
             VerdictKind.INCONCLUSIVE,
             reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}{also}",
         )
-    if failed:
+    closed = [g for g in gates if g.passed is not True]
+    if closed:
+        what = "; ".join(_gate_text(g) for g in closed)
+        needs = next((g.needs for g in closed if g.needs and g.passed is False), None)
+        if needs:
+            return Verdict(VerdictKind.NEEDS, needs, f"gate failed, the claim cannot be judged here: {what}")
+        return Verdict(
+            VerdictKind.INCONCLUSIVE, reason=f"gate failed, the setup cannot show the effect: {what}"
+        )
+    headline = next((r for r in criteria if r.role == "headline"), None)
+    supporting = [r for r in criteria if r is not headline]
+    parts = []
+    if headline is not None:
+        parts.append(f"headline {headline.summary()}")
+    if supporting:
+        n_hold = sum(r.passed is True for r in supporting)
+        parts.append(f"{n_hold} of {len(supporting)} supporting hold")
+        s_failed = [r.name for r in supporting if r.passed is False]
+        s_open = [r.name for r in supporting if r.passed is None]
+        if s_failed:
+            parts.append("fails: " + ", ".join(s_failed))
+        if s_open:
+            parts.append("undecided: " + ", ".join(s_open))
+    reason = "; ".join(parts)
+    if headline is not None:
+        if headline.passed is False:
+            return Verdict(VerdictKind.NOT_REPRODUCED, reason=reason)
+        if headline.passed is None:
+            kind = "underpowered" if headline.outcome == "undetermined" else "headline not evaluable"
+            why = f" ({headline.reason})" if headline.reason else ""
+            return Verdict(VerdictKind.INCONCLUSIVE, reason=f"{kind}: {reason}{why}")
+    if headline is None and failed:
         return Verdict(VerdictKind.NOT_REPRODUCED, reason="failed: " + ", ".join(failed))
-    unknown = [r.name for r in results if r.passed is None]
+    if any(r.passed is False for r in supporting):
+        return Verdict(VerdictKind.NOT_REPRODUCED, reason=reason)
+    unknown = [r for r in criteria if r.passed is None]
     if unknown:
-        return Verdict(VerdictKind.INCONCLUSIVE, reason="could not evaluate: " + ", ".join(unknown))
-    return Verdict(VerdictKind.REPRODUCED, reason=f"all {len(results)} criteria hold")
+        if headline is None:
+            return Verdict(
+                VerdictKind.INCONCLUSIVE, reason="could not evaluate: " + ", ".join(r.name for r in unknown)
+            )
+        return Verdict(VerdictKind.INCONCLUSIVE, reason=reason)
+    if headline is None:
+        return Verdict(VerdictKind.REPRODUCED, reason=f"all {len(criteria)} criteria hold")
+    return Verdict(VerdictKind.REPRODUCED, reason=reason)
+
+
+def _gate_text(gate: CriterionResult) -> str:
+    if gate.value is None or gate.threshold is None:
+        return f"{gate.name} could not be evaluated ({gate.reason or 'not measured'})"
+    return f"{gate.name}: {gate.value:.4g}, needs {gate.op} {gate.threshold:.4g}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -494,6 +742,20 @@ class CheckResult:
                 "verdict": str(self.verdict),
                 "verdict_reason": self.verdict.reason,
                 "claim": self.claim,
+                "references": list(self.claim.get("references", [])),
+                "gates": [
+                    {
+                        "name": c.name,
+                        "value": c.value,
+                        "threshold": c.threshold,
+                        "op": c.op,
+                        "passed": c.passed,
+                        "needs": c.needs,
+                        "description": c.description,
+                    }
+                    for c in self.criteria
+                    if c.role == "gate"
+                ],
                 "criteria": [asdict(c) for c in self.criteria],
                 "metrics": {
                     arm: {name: asdict(s) for name, s in ms.items()} for arm, ms in self.metrics.items()
@@ -535,6 +797,17 @@ class CheckResult:
                     op=_str(c["op"]),
                     passed=_opt_bool(c["passed"]),
                     reason=_str(c.get("reason", "")),
+                    outcome=_choice(c.get("outcome", "n/a"), ("holds", "fails", "undetermined", "n/a")),
+                    role=_choice(c.get("role", "supporting"), ROLES),
+                    effect=_opt_num(c.get("effect")),
+                    interval=_opt_pair(c.get("interval")),
+                    interval_text=_str(c.get("interval_text", "")),
+                    smallest_effect=_opt_num(c.get("smallest_effect")),
+                    comparison=_choice(
+                        c.get("comparison", "superiority"), ("superiority", "non_inferiority")
+                    ),
+                    resolve_factor=_opt_num(c.get("resolve_factor")),
+                    needs=_opt_str(c.get("needs")),
                 )
                 for c in map(_dict, _list(data["criteria"]))
             )
@@ -596,6 +869,25 @@ def _opt_num(x: Any) -> float | None:
     return None if x is None else _num(x)
 
 
+def _opt_str(x: Any) -> str | None:
+    return None if x is None else _str(x)
+
+
+def _choice(x: Any, allowed: Sequence[str]) -> str:
+    if _str(x) not in allowed:
+        raise ValueError(f"expected one of {list(allowed)}, got {x!r}")
+    return str(x)
+
+
+def _opt_pair(x: Any) -> tuple[float, float] | None:
+    if x is None:
+        return None
+    pair = _list(x)
+    if len(pair) != 2:
+        raise ValueError(f"expected [low, high], got {x!r}")
+    return (_num(pair[0]), _num(pair[1]))
+
+
 def _opt_bool(x: Any) -> bool | None:
     if x is not None and not isinstance(x, bool):
         raise TypeError(f"expected true, false or null, got {x!r}")
@@ -628,7 +920,13 @@ def claim_to_json(claim: Claim) -> dict[str, Any]:
         "setup_notes": claim.setup_notes,
         "requires": list(claim.requires),
         "timed_metrics": list(claim.timed_metrics),
+        "references": list(claim.references),
         "criteria": [
-            {**asdict(c), "scales": list(c.scales), "formula": c.describe()} for c in claim.criteria
+            {**asdict(c), "scales": list(c.scales), "formula": c.describe(), "role": claim.role_of(c.name)}
+            for c in claim.criteria
+        ],
+        "gates": [
+            {**asdict(g), "scales": list(g.scales), "formula": g.describe(), "role": "gate"}
+            for g in claim.gates
         ],
     }

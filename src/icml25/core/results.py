@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import re
 import secrets
@@ -39,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from icml25.core.claims import _OPS, SCALES, CheckResult, Verdict, VerdictKind, compute_verdict
+from icml25.core.claims import SCALES, CheckResult, Verdict, VerdictKind, compute_verdict, rejudge
 
 __all__ = ["DEFAULT_RESULTS_DIR", "ResultStore", "StoredResult", "ResultsError", "atomic_write_text"]
 
@@ -290,26 +289,27 @@ def _check_place(data: dict[str, Any], run_dir: Path, known_slugs: frozenset[str
 
 
 def _recheck_verdict(result: CheckResult, path: Path) -> tuple[CheckResult, tuple[str, ...]]:
-    """Recompute each criterion's pass/fail and the verdict from the stored numbers; flag disagreements."""
+    """Recompute each criterion's outcome and the verdict from the stored numbers; flag disagreements.
+
+    A paired criterion is re-judged from its stored interval and smallest effect, a point one from
+    its value and threshold, and a failed gate makes the verdict ``inconclusive`` whatever the
+    stored verdict says.
+    """
     warnings: list[str] = []
     criteria = []
     for c in result.criteria:
-        passed: bool | None = None
-        known = c.op in _OPS and c.value is not None and c.threshold is not None
-        if known and math.isfinite(c.value) and math.isfinite(c.threshold):  # type: ignore[arg-type]
-            passed = bool(_OPS[c.op](c.value, c.threshold))
-        if passed != c.passed:
+        fresh = rejudge(c)
+        if fresh.passed != c.passed:
             warnings.append(
                 f"{path}: criterion {c.name!r} is stored as passed={c.passed} but its stored numbers give "
-                f"passed={passed}"
+                f"passed={fresh.passed}"
             )
-            c = dataclasses.replace(c, passed=passed)
-        criteria.append(c)
+        criteria.append(fresh)
     stored = result.verdict
     min_seeds = result.claim.get("min_seeds", 1)
     if isinstance(min_seeds, bool) or not isinstance(min_seeds, int):
         min_seeds = 1
-    if stored.kind is VerdictKind.NEEDS:
+    if stored.kind is VerdictKind.NEEDS and not any(c.role == "gate" and c.needs for c in criteria):
         verdict = stored
     else:
         verdict = compute_verdict(
