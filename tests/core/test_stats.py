@@ -142,7 +142,8 @@ class TestJudge:
         iv = Interval(0.05, -0.15, 0.25, 0.95, "t", 3)  # half-width 0.2, estimate halfway to 0.1
         # farther boundary: 0 and 0.1 are both 0.05 away -> (0.2 / 0.05)^2 = 16
         assert resolving_factor(iv, ">", 0.1) == pytest.approx(16.0)
-        assert math.isinf(resolving_factor(Interval(-2.0, -3, -1, 0.95, "t", 3), ">=", 2.0, "non_inferiority"))
+        on_margin = Interval(-2.0, -3, -1, 0.95, "t", 3)
+        assert math.isinf(resolving_factor(on_margin, ">=", 2.0, "non_inferiority"))
 
 
 class TestCalibration:

@@ -1,4 +1,4 @@
-"""Gates, roles, paired criteria and the headline-first verdict (icml25.core.claims, core.check, core.arms)."""
+"""Gates, roles, paired criteria and the headline-first verdict (core.claims, core.check, core.arms)."""
 
 from __future__ import annotations
 
