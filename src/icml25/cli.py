@@ -173,7 +173,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         out.append(f"  claim as checked ({claim.source}): {claim.statement}")
         out.append("  criteria (declared in advance), as judged for the small preset:")
         for c in claim.criteria:
-            out.append(f"    - {c.name} [{', '.join(c.scales)}]: {c.describe()}  {c.description}")
+            role = claim.role_of(c.name)
+            effect = f" (smallest effect: {c.effect_source})" if c.smallest_effect is not None else ""
+            out.append(
+                f"    - {c.name} [{role}; {', '.join(c.scales)}]: {c.describe()}  {c.description}{effect}"
+            )
+        if claim.references:
+            out.append(f"  references (floors, never baselines): {', '.join(claim.references)}")
+        for g in claim.gates:
+            out.append(f"    - gate {g.name} [{', '.join(g.scales)}]: {g.describe()}  {g.description}")
     stored = _store(args.results).latest(paper.slug)
     if stored is None:
         out.append("  last result: none")
@@ -184,10 +192,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"{r.wall_time_s:.1f} s, {r.started_at} ({stored.run_dir})"
         )
         for c in r.criteria:
-            mark = {True: "pass", False: "FAIL", None: "n/a"}[c.passed]
-            value = "-" if c.value is None else f"{c.value:.4g}"
-            thr = "-" if c.threshold is None else f"{c.threshold:.4g}"
-            out.append(f"    {mark:4s} {c.name}: {value} {c.op} {thr}")
+            out.append(f"    [{c.role}] {c.summary()}")
         out += [f"  warning: {w}" for w in stored.warnings]
     if readme.is_file():
         out += ["", readme.read_text(encoding="utf-8").rstrip()]
@@ -231,6 +236,10 @@ def _result_row(result: Any) -> dict[str, Any]:
                 "threshold": c["threshold"],
                 "op": c["op"],
                 "formula": c["formula"],
+                "role": c["role"],
+                "outcome": c["outcome"],
+                "interval": c["interval"],
+                "smallest_effect": c["smallest_effect"],
             }
             for c in data["criteria"]
         ],
@@ -246,12 +255,14 @@ def _print_result(result: Any) -> None:
 
     console = Console(width=max(120, Console().width))
     claim = result.claim
-    arms = [claim["ours"], *claim["baselines"]]
+    references = list(claim.get("references", []))
+    arms = [claim["ours"], *claim["baselines"], *references]
     metric_names = sorted({m for arm in arms for m in result.metrics.get(arm, {})})
     table = Table(title=f"{result.slug} ({result.scale}, seeds {list(result.seeds)}): metrics, mean ± sd")
     table.add_column("metric")
     for arm in arms:
-        table.add_column(arm + (" (ours)" if arm == claim["ours"] else ""), justify="right")
+        tag = " (ours)" if arm == claim["ours"] else (" (ref.)" if arm in references else "")
+        table.add_column(arm + tag, justify="right")
     for name in metric_names:
         cells = []
         for arm in arms:
@@ -260,16 +271,19 @@ def _print_result(result: Any) -> None:
         table.add_row(name, *cells)
     console.print(table)
     crit = Table(title="criteria (declared in advance)")
-    for col in ("criterion", "condition", "value", "threshold", "result"):
+    for col in ("criterion", "role", "condition", "value", "threshold", "interval", "outcome"):
         crit.add_column(col)
+    colors = {"holds": "green", "fails": "red"}
     for c in result.criteria:
-        mark = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "[yellow]n/a[/]"}[c.passed]
+        outcome = c.outcome if c.outcome != "n/a" else {True: "holds", False: "fails", None: "n/a"}[c.passed]
         crit.add_row(
             c.name,
+            c.role,
             c.formula,
             "-" if c.value is None else f"{c.value:.4g}",
             "-" if c.threshold is None else f"{c.threshold:.4g}",
-            mark,
+            "-" if c.interval is None else f"[{c.interval[0]:+.3g}, {c.interval[1]:+.3g}]",
+            f"[{colors.get(outcome, 'yellow')}]{outcome}[/]",
         )
     console.print(crit)
     console.print(

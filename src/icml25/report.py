@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import math
 import os
 import re
 import shutil
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from icml25.catalog import PAPERS
-from icml25.core.claims import SCALES, CheckResult
+from icml25.core.claims import SCALES, CheckResult, CriterionResult, VerdictKind
 from icml25.core.results import ResultStore, StoredResult, atomic_write_text
 from icml25.core.runtime import environment
 
@@ -36,9 +37,15 @@ __all__ = [
     "ReportOutput",
     "write_report",
     "build_blocks",
-    "HeadlineMargin",
-    "headline_margins",
-    "draw_summary_figure",
+    "displayed_verdict",
+    "failed_gates",
+    "verdict_kind",
+    "verdict_row",
+    "reference_floor",
+    "ForestRow",
+    "forest_row",
+    "forest_rows",
+    "draw_forest_plot",
     "RESULT_BEGIN",
     "RESULT_END",
     "paper_result_table",
@@ -108,6 +115,16 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def _signed(x: float) -> str:
+    return f"{x:+.3g}"
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis (details live in the sections)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _mean_sd(result: CheckResult, arm: str | None, metric: str) -> str:
     if arm is None:
         return "-"
@@ -117,62 +134,210 @@ def _mean_sd(result: CheckResult, arm: str | None, metric: str) -> str:
     return _fmt(s.mean) + (f" ± {_fmt(s.std, 2)}" if len(s.values) > 1 else "")
 
 
+# -- verdicts, gates and the headline --------------------------------------------------------------
+
+_VERDICT_COLORS = {
+    "reproduced": "#1e8449",
+    "not reproduced": "#c0392b",
+    "inconclusive": "#d68910",
+    "needs": "#2471a3",
+}
+_ROLE_ORDER = {"headline": 0, "supporting": 1, "gate": 2, "smoke": 3}
+
+
+def failed_gates(result: CheckResult) -> list[CriterionResult]:
+    """The evaluated gates of ``result`` that did not pass (failed or could not be evaluated)."""
+    return [c for c in result.criteria if c.role == "gate" and c.passed is not True]
+
+
+def displayed_verdict(result: CheckResult) -> str:
+    """The verdict the report shows: never ``reproduced`` or ``not reproduced`` past a closed gate.
+
+    The store already recomputes verdicts on load; this holds for any result handed to the report
+    (a hand-built one too): when a gate's ``passed`` is not True, a stored ``reproduced`` or ``not
+    reproduced`` (or ``inconclusive``) is shown as ``inconclusive (gate failed: <names>)``. A
+    ``needs <resource>`` verdict is shown as it is: it already says the claim was not judged.
+    """
+    closed = failed_gates(result)
+    if not closed or result.verdict.kind is VerdictKind.NEEDS:
+        return str(result.verdict)
+    return f"inconclusive (gate failed: {', '.join(g.name for g in closed)})"
+
+
+def verdict_kind(displayed: str) -> str:
+    """``reproduced``, ``not reproduced``, ``inconclusive`` or ``needs`` for a displayed verdict."""
+    if displayed.startswith("needs"):
+        return "needs"
+    if displayed.startswith("inconclusive"):
+        return "inconclusive"
+    return displayed if displayed in ("reproduced", "not reproduced") else "inconclusive"
+
+
+def _outcome(c: CriterionResult) -> str:
+    """holds / fails / undetermined / n/a; an old result's point criterion takes it from ``passed``."""
+    if c.outcome != "n/a":
+        return c.outcome
+    return {True: "holds", False: "fails"}.get(c.passed, "n/a")  # type: ignore[arg-type]
+
+
+def _direction(op: str) -> float:
+    """+1 when the claim wants the value large (``>``, ``>=``), -1 when small."""
+    return 1.0 if op in (">", ">=") else -1.0
+
+
+def _headline_of(result: CheckResult) -> tuple[dict[str, Any], CriterionResult | None]:
+    """The headline criterion as declared in the claim, and as evaluated (None when not at this scale)."""
+    claim = result.claim
+    criteria = claim["criteria"]
+    decl = next((c for c in criteria if c["name"] == claim["headline"]), criteria[0])
+    evaluated = next((c for c in result.criteria if c.name == decl["name"] and c.role != "gate"), None)
+    return decl, evaluated
+
+
+def _smallest_effect_text(c: CriterionResult) -> str:
+    if c.smallest_effect is None:
+        return "-"
+    kind = "margin " if c.comparison == "non_inferiority" else ""
+    return f"{kind}{c.smallest_effect:g}"
+
+
+def _headline_text(result: CheckResult, c: CriterionResult | None) -> str:
+    """The headline's outcome with its interval (paired) or value vs threshold (point)."""
+    if c is None:
+        return f"not judged at {result.scale}" if result.scale == "tiny" else "not evaluated"
+    outcome = _outcome(c)
+    delta = "m" if c.comparison == "non_inferiority" else "δ"
+    if c.smallest_effect is not None and c.interval is not None:
+        lo, hi = c.interval
+        est = c.effect if c.effect is not None else (lo + hi) / 2
+        return f"{outcome}: Δ {_signed(est)} [{_signed(lo)}, {_signed(hi)}], {delta} {c.smallest_effect:g}"
+    if c.smallest_effect is not None and c.effect is not None:
+        return f"{outcome}: Δ {_signed(c.effect)}, no interval, {delta} {c.smallest_effect:g}"
+    if c.value is not None and c.threshold is not None:
+        return f"{outcome}: {_fmt(c.value)} {c.op} {_fmt(c.threshold)}"
+    return f"{outcome}: {c.reason or 'not evaluated'}"
+
+
+def _gate_text(result: CheckResult) -> str:
+    """``2/2 pass``, or ``FAIL: name value vs op threshold`` for each gate that did not pass."""
+    gates = [c for c in result.criteria if c.role == "gate"]
+    if not gates:
+        return "-"
+    closed = failed_gates(result)
+    if not closed:
+        return f"{len(gates)}/{len(gates)} pass"
+    parts = []
+    for g in closed:
+        if g.value is None or g.threshold is None:
+            parts.append(f"{g.name} not evaluated")
+        else:
+            parts.append(f"{g.name} {_fmt(g.value)} vs {g.op} {_fmt(g.threshold)}")
+    return "FAIL: " + "; ".join(parts)
+
+
+def _best_arm(result: CheckResult, arms: Sequence[str], metric: str, op: str) -> tuple[str, float] | None:
+    """Among ``arms`` that report ``metric`` (finite mean), the best one in the claimed direction."""
+    found = []
+    for arm in arms:
+        s = result.metrics.get(arm, {}).get(metric)
+        if s is not None and math.isfinite(s.mean):
+            found.append((arm, s.mean))
+    if not found:
+        return None
+    sign = _direction(op)
+    return max(found, key=lambda item: sign * item[1])
+
+
+def reference_floor(result: CheckResult) -> tuple[str, float] | None:
+    """The best value among the claim's reference arms on the headline metric, and its arm."""
+    decl, _ = _headline_of(result)
+    refs = [str(a) for a in result.claim.get("references", []) or []]
+    return _best_arm(result, refs, decl["metric"], decl["op"])
+
+
+def verdict_row(result: CheckResult) -> list[str]:
+    """One row of the verdicts table; every cell short enough for a 1400-pixel-wide page."""
+    claim = result.claim
+    decl, evaluated = _headline_of(result)
+    metric, arm, op = decl["metric"], decl["arm"], decl["op"]
+    floor = reference_floor(result)
+    best = _best_arm(result, [str(b) for b in claim["baselines"]], metric, op)
+    failed = [c.name for c in result.criteria if c.role != "gate" and c.passed is False]
+    return [
+        f"[{result.slug}](#{result.slug})",
+        f"**{_short(displayed_verdict(result), 40)}**",
+        _short(_headline_text(result, evaluated), 52),
+        _short(_gate_text(result), 40),
+        _short(", ".join(failed), 34) if failed else "-",
+        _short(f"{arm}.{metric} {_ARROW.get(op, '')}", 30),
+        _short(f"{_fmt(floor[1])} ({floor[0]})", 24) if floor else "-",
+        _mean_sd(result, arm, metric),
+        _short(f"{best[0]}: {_mean_sd(result, best[0], metric)}", 30) if best else "-",
+        result.scale,
+        f"{result.wall_time_s:.0f} s",
+    ]
+
+
+VERDICT_HEADER = (
+    "paper",
+    "verdict",
+    "headline outcome",
+    "gates",
+    "failed",
+    "headline metric",
+    "reference floor",
+    "ours",
+    "best baseline",
+    "scale",
+    "runtime",
+)
+
+
 def _criteria_table(result: CheckResult) -> Table:
-    """Each evaluated criterion: condition, value, threshold, pass/fail and what it means."""
+    """Each evaluated criterion and gate (headline first): role, condition, value, threshold, pass/fail,
+    outcome, the paired interval and smallest effect where there is one, and what it means."""
+    ordered = sorted(result.criteria, key=lambda c: _ROLE_ORDER.get(c.role, 9))
     return Table(
-        ["criterion", "condition", "value", "threshold", "result", "meaning"],
         [
-            [c.name, c.formula, _fmt(c.value), _fmt(c.threshold), _MARK[c.passed], c.description or c.reason]
-            for c in result.criteria
+            "criterion",
+            "role",
+            "condition",
+            "value",
+            "threshold",
+            "result",
+            "outcome",
+            "interval",
+            "smallest effect",
+            "meaning",
+        ],
+        [
+            [
+                c.name,
+                c.role,
+                c.formula,
+                _fmt(c.value),
+                _fmt(c.threshold),
+                _MARK[c.passed],
+                _outcome(c),
+                c.interval_text or "-",
+                _smallest_effect_text(c),
+                c.description or c.reason,
+            ]
+            for c in ordered
         ],
     )
 
 
-def _headline_row(stored: StoredResult, title: str) -> list[str]:
-    r = stored.result
-    claim = r.claim
-    crit_decl = next((c for c in claim["criteria"] if c["name"] == claim["headline"]), claim["criteria"][0])
-    metric, arm, op = crit_decl["metric"], crit_decl["arm"], crit_decl["op"]
-    base_arm: str | None = crit_decl.get("other_arm")
-    base_metric = crit_decl.get("other_metric") or metric
-    stored_base = str(claim.get("headline_baseline") or "")
-    if base_arm is None and stored_base.partition(".")[2] == metric:  # like with like only
-        base_arm, _, base_metric = stored_base.partition(".")
-    elif base_arm is None:
-        base_arm = next((b for b in claim["baselines"] if metric in r.metrics.get(b, {})), None)
-    ours_s = r.metrics.get(arm, {}).get(metric)
-    base_s = r.metrics.get(base_arm, {}).get(base_metric) if base_arm else None
-    delta = _fmt(ours_s.mean - base_s.mean) if ours_s is not None and base_s is not None else "-"
-    evaluated = next((c for c in r.criteria if c.name == crit_decl["name"]), None)
-    threshold = _fmt(evaluated.threshold) if evaluated and evaluated.threshold is not None else "-"
-    return [
-        f"[{r.slug}](#{r.slug})",
-        title,
-        f"{arm}.{metric} {_ARROW.get(op, '')}",
-        f"{base_arm}: {_mean_sd(r, base_arm, base_metric)}" if base_arm else "-",
-        _mean_sd(r, arm, metric),
-        delta,
-        f"{op} {threshold}",
-        f"**{r.verdict}**",
-        r.scale,
-        f"{r.wall_time_s:.0f} s",
-    ]
-
-
-def _safe_headline_row(stored: StoredResult, title: str) -> list[str]:
+def _safe_verdict_row(stored: StoredResult) -> list[str]:
     try:
-        return _headline_row(stored, title)
+        return verdict_row(stored.result)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         r = stored.result
         return [
             r.slug,
-            title,
-            f"unreadable claim ({err!r})",
-            "-",
-            "-",
-            "-",
-            "-",
-            f"**{r.verdict}**",
+            f"**{_short(displayed_verdict(r), 40)}**",
+            _short(f"unreadable claim ({err!r})", 52),
+            *["-"] * 6,
             r.scale,
             f"{r.wall_time_s:.0f} s",
         ]
@@ -187,6 +352,20 @@ def _pick(stored: Sequence[StoredResult]) -> dict[str, list[StoredResult]]:
     for runs in by_slug.values():
         runs.sort(key=lambda s: order.get(s.result.scale, 99))
     return by_slug
+
+
+def _arms_in_order(claim: dict[str, Any]) -> list[str]:
+    """Ours, the baselines, then the reference arms (trivial floors), without repeats."""
+    refs = [str(a) for a in claim.get("references", []) or []]
+    return list(dict.fromkeys([claim["ours"], *claim["baselines"], *refs]))
+
+
+def _arm_header(claim: dict[str, Any], arm: str) -> str:
+    if arm == claim["ours"]:
+        return f"{arm} (ours)"
+    if arm in (claim.get("references", []) or []) and arm not in claim["baselines"]:
+        return f"{arm} (reference)"
+    return arm
 
 
 def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[str, str]) -> None:
@@ -204,17 +383,17 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
         doc.add(Para(f"Our setup: {claim['setup_notes']}"))
     doc.add(
         Para(
-            f"Verdict at scale {r.scale}: {r.verdict} ({r.verdict.reason}). Seeds {list(r.seeds)}, "
-            f"wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
+            f"Verdict at scale {r.scale}: {displayed_verdict(r)} ({r.verdict.reason}). "
+            f"Seeds {list(r.seeds)}, wall time {r.wall_time_s:.1f} s, run {r.run_id}, commit "
             f"{r.environment.get('git_commit') or 'unknown'}."
         ),
         _criteria_table(r),
     )
-    arms = [claim["ours"], *claim["baselines"]]
+    arms = _arms_in_order(claim)
     names = sorted({m for a in arms for m in r.metrics.get(a, {})})
     doc.add(
         Table(
-            ["metric"] + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
+            ["metric"] + [_arm_header(claim, a) for a in arms],
             [[n] + [_mean_sd(r, a, n) for a in arms] for n in names],
         )
     )
@@ -238,7 +417,8 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
         o = other.result
         doc.add(
             Para(
-                f"Also stored: scale {o.scale}, verdict {o.verdict}, {o.wall_time_s:.1f} s, run {o.run_id}.",
+                f"Also stored: scale {o.scale}, verdict {displayed_verdict(o)}, {o.wall_time_s:.1f} s, "
+                f"run {o.run_id}.",
                 "small",
             )
         )
@@ -280,90 +460,340 @@ def _run_span(stored: Sequence[StoredResult]) -> str:
     return starts[0] if starts[0] == starts[-1] else f"{starts[0]} to {starts[-1]}"
 
 
-@dataclass(frozen=True)
-class HeadlineMargin:
-    """How far ours clears (> 0) or misses (< 0) the headline criterion, relative to its threshold.
+# -- the forest plot that leads the report ----------------------------------------------------------
 
-    For ``ours < baseline`` the threshold is the baseline's mean (times the criterion's factor), so
-    the margin reads "ours is 12 % below the baseline"; ``spread`` is ours' seed standard deviation
-    on the same relative scale.
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One paper's headline in the forest plot.
+
+    ``kind`` says which scale the numbers are on:
+
+    * ``interval``: a paired headline with its interval. ``x`` is the paired effect divided by the
+      smallest effect of interest (the non-inferiority margin for ``comparison ==
+      "non_inferiority"``), signed so that the claimed direction is positive; ``low``/``high`` are
+      the interval's ends on the same scale. Superiority holds when ``low > 0`` and fails when
+      ``high < 1``; non-inferiority holds when ``low > -1`` and fails when ``high < -1``.
+    * ``estimate``: a paired headline without an interval (one seed, no per-item scores): ``x`` on
+      the same scale, no ``low``/``high``.
+    * ``point``: a point criterion (value vs threshold): ``x`` is the relative margin
+      ``(value - threshold) / |threshold|`` in the claimed direction, a different scale drawn on
+      its own axis.
+    * ``none``: the headline was not evaluated (a tiny smoke run, a missing metric): no ``x``.
     """
 
     slug: str
     label: str
-    margin: float
-    spread: float
     verdict: str
+    outcome: str
+    kind: str
+    x: float | None = None
+    low: float | None = None
+    high: float | None = None
+    comparison: str = "superiority"
+    note: str = ""
+    detail: str = ""
+
+    @property
+    def has_interval(self) -> bool:
+        return self.kind == "interval"
+
+    @property
+    def standardised(self) -> bool:
+        """On the effect / smallest-effect scale (the upper panel)."""
+        return self.kind in ("interval", "estimate")
 
 
-def headline_margins(stored: Sequence[StoredResult]) -> list[HeadlineMargin]:
-    """One :class:`HeadlineMargin` per paper (largest-scale run) whose headline criterion was evaluated."""
-    out = []
-    for slug, runs in sorted(_pick(stored).items()):
-        r = runs[0].result
-        claim = r.claim
-        try:
-            criteria = claim["criteria"]
-            head = next((c for c in criteria if c["name"] == claim["headline"]), criteria[0])
-        except (KeyError, IndexError, TypeError):
-            continue
-        evaluated = next((c for c in r.criteria if c.name == head["name"]), None)
-        if evaluated is None and r.criteria:  # e.g. a tiny run: its first smoke criterion stands in
-            evaluated = r.criteria[0]
-            head = next((c for c in claim["criteria"] if c["name"] == evaluated.name), head)
-        if evaluated is None or evaluated.value is None or evaluated.threshold is None:
-            continue
-        value, threshold, op = evaluated.value, evaluated.threshold, evaluated.op
+POINT_NOTE = "no interval (point criterion: value vs threshold)"
+
+
+def _finite(*xs: float | None) -> bool:
+    return all(x is not None and math.isfinite(x) for x in xs)
+
+
+def forest_row(result: CheckResult) -> ForestRow:
+    """The forest-plot row of one result (see :class:`ForestRow` for the scales)."""
+    verdict = displayed_verdict(result)
+    try:
+        decl, c = _headline_of(result)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ForestRow(result.slug, result.slug, verdict, "n/a", "none", note="unreadable claim")
+    other = decl.get("other_arm")
+    op = str(decl.get("op", ">"))
+    metric = f"{decl['metric']} {_ARROW.get(op, '')}".strip()
+    versus = f"vs {other}" if other else f"{op} {_fmt(decl.get('threshold'))}"
+    label = f"{result.slug}\n{decl['arm']} {versus} · {metric}"
+    if c is None:
+        why = f"headline not judged at scale {result.scale} (smoke run)" if result.scale == "tiny" else ""
+        return ForestRow(result.slug, label, verdict, "n/a", "none", note=why or "headline not evaluated")
+    outcome, comparison = _outcome(c), c.comparison
+    sign = _direction(c.op)
+
+    def row(kind: str, x: float | None = None, **more: Any) -> ForestRow:
+        return ForestRow(result.slug, label, verdict, outcome, kind, x, comparison=comparison, **more)
+
+    d = c.smallest_effect
+    if d is not None and math.isfinite(d) and d > 0:
+        what = "m" if c.comparison == "non_inferiority" else "δ"
+        if c.interval is not None and _finite(*c.interval):
+            lo, hi = c.interval
+            est = c.effect if c.effect is not None and math.isfinite(c.effect) else (lo + hi) / 2
+            a, b = sorted((sign * lo / d, sign * hi / d))
+            detail = f"Δ {_signed(est)} [{_signed(lo)}, {_signed(hi)}], {what} {d:g}"
+            return row("interval", sign * est / d, low=a, high=b, detail=detail)
+        if c.effect is not None and math.isfinite(c.effect):
+            note = "no interval (one seed, no per-item scores): estimate only"
+            return row(
+                "estimate", sign * c.effect / d, note=note, detail=f"Δ {_signed(c.effect)}, {what} {d:g}"
+            )
+        return row("none", note=f"headline not evaluated: {c.reason or 'no effect'}")
+    if c.value is not None and c.threshold is not None and _finite(c.value, c.threshold):
+        value, threshold = c.value, c.threshold
         scale = abs(threshold) if threshold != 0 else max(abs(value), 1e-12)
-        sign = 1.0 if op in (">", ">=") else -1.0
         margin = sign * (value - threshold) / scale
-        summary = r.metrics.get(head.get("arm", ""), {}).get(head.get("metric", ""))
-        spread = summary.std / scale if summary is not None and len(summary.values) > 1 else 0.0
-        other = head.get("other_arm")
-        versus = f"vs {other}" if other else f"{op} {threshold:.3g}"
-        label = f"{slug}\n{head['arm']} {versus}"
-        out.append(HeadlineMargin(slug, label, float(margin), float(spread), str(r.verdict)))
-    return out
+        return row("point", margin, note=POINT_NOTE, detail=f"{_fmt(value)} {c.op} {_fmt(threshold)}")
+    return row("none", note=f"headline not evaluated: {c.reason or 'no value'}")
 
 
-_VERDICT_COLORS = {"reproduced": "#27ae60", "not reproduced": "#c0392b"}
+def forest_rows(stored: Sequence[StoredResult]) -> list[ForestRow]:
+    """One row per paper (its largest-scale run): interval rows first, then estimate-only, point and
+    not-evaluated rows, each group by slug."""
+    rows = [forest_row(runs[0].result) for _, runs in sorted(_pick(stored).items())]
+    order = {"interval": 0, "estimate": 1, "point": 2, "none": 3}
+    return sorted(rows, key=lambda r: (order[r.kind], r.slug))
 
 
-def draw_summary_figure(margins: Sequence[HeadlineMargin], path: Path) -> Path:
-    """A bar per paper: its headline margin (clipped to ±100 %, the true value printed), seed spread
-    as an error bar, coloured by verdict. Written to ``path`` (PNG)."""
-    from icml25.core.plotting import new_figure
+_OUTCOME_MARKERS = {"holds": ("o", True), "fails": ("X", True), "undetermined": ("o", False)}
 
-    height = 0.9 + 0.42 * max(len(margins), 1)
-    fig, ax = new_figure(width=7.5, height=height)
-    ys = list(range(len(margins)))[::-1]
-    for y, m in zip(ys, margins, strict=True):
-        shown = max(-1.0, min(1.0, m.margin))
-        color = _VERDICT_COLORS.get(m.verdict, "#7f8c8d")
-        ax.barh(y, shown, color=color, height=0.6)
-        if m.spread > 0:
-            ax.errorbar(shown, y, xerr=min(m.spread, 1.0), color="black", capsize=3, lw=1)
-        ax.annotate(
-            f"{m.margin:+.1%}",
-            (shown, y),
-            xytext=(4 if shown >= 0 else -4, 0),
-            textcoords="offset points",
-            ha="left" if shown >= 0 else "right",
-            va="center",
-            fontsize=7,
-        )
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(ys, [m.label for m in margins], fontsize=7)
-    ax.set_xlim(-1.25, 1.25)
-    ax.set_xlabel("headline margin: how far ours clears (+) or misses (−) the criterion, relative")
+
+def _plain(text: str) -> str:
+    """Text for a Matplotlib label: no control characters, no ``$`` (it would start mathtext)."""
+    return _CONTROL.sub("", str(text)).replace("$", r"\$")
+
+
+def _marker(ax: Any, x: float, y: float, outcome: str, color: str, *, shape: str | None = None) -> None:
+    marker, filled = _OUTCOME_MARKERS.get(outcome, ("o", False))
+    if shape is not None and marker == "o":
+        marker = shape
+    ax.plot(
+        [x],
+        [y],
+        marker=marker,
+        markersize=10.5 if marker == "X" else 8,
+        markerfacecolor=color if filled else "white",
+        markeredgecolor=color if marker != "X" else "white",
+        markeredgewidth=1.6 if not filled else 0.8,
+        linestyle="none",
+        zorder=4,
+    )
+
+
+def _row_text(ax: Any, y: float, row: ForestRow, color: str) -> None:
+    """The verdict and the headline's raw numbers to the right of the plot."""
+    second = f"headline {row.outcome}: {row.detail}" if row.outcome != "n/a" and row.detail else row.note
+    text = _plain(_short(row.verdict, 48)) + "\n" + _plain(_short(second, 58))
+    ax.annotate(
+        text,
+        xy=(1.0, y),
+        xycoords=("axes fraction", "data"),
+        xytext=(8, 0),
+        textcoords="offset points",
+        va="center",
+        ha="left",
+        fontsize=8,
+        color=color,
+        annotation_clip=False,
+    )
+
+
+def _draw_standardised(ax: Any, rows: Sequence[ForestRow]) -> None:
+    ends = [v for r in rows for v in (r.x, r.low, r.high) if v is not None]
+    left = max(-6.0, min([-1.5, *ends]) - 0.3)
+    right = min(8.0, max([2.5, *ends]) + 0.3)
+    ax.set_xlim(left, right)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.axvline(0, color="black", lw=0.9, zorder=1)
+    ax.axvline(1, color="#444", lw=1.0, ls=":", zorder=1)
+    ax.annotate(
+        "0",
+        (0, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(0, 2),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=7.5,
+    )
+    ax.annotate(
+        "+1 = smallest effect δ",
+        (1, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(0, 2),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontsize=7.5,
+        color="#444",
+    )
+    ys = list(range(len(rows)))[::-1]
+    for y, row in zip(ys, rows, strict=True):
+        color = _VERDICT_COLORS[verdict_kind(row.verdict)]
+        if row.comparison == "non_inferiority":
+            ax.plot([-1, -1], [y - 0.38, y + 0.38], color="black", lw=1.4, ls="--", zorder=2)
+            ax.annotate(
+                "margin −1",
+                (-1, y + 0.38),
+                xytext=(-3, 0),
+                textcoords="offset points",
+                ha="right",
+                va="top",
+                fontsize=6.5,
+                color="#333",
+            )
+        if row.has_interval and row.low is not None and row.high is not None:
+            a, b = max(row.low, left), min(row.high, right)
+            ax.hlines(y, a, b, color=color, lw=2.6, zorder=3)
+            if row.low < left:
+                ax.plot([left], [y], marker="<", color=color, markersize=6, zorder=3)
+            if row.high > right:
+                ax.plot([right], [y], marker=">", color=color, markersize=6, zorder=3)
+        if row.x is not None:
+            shown = max(left, min(right, row.x))
+            _marker(ax, shown, y, row.outcome, color)
+            if row.kind == "estimate":
+                ax.annotate(
+                    "no interval (1 seed)",
+                    (shown, y),
+                    xytext=(0, -8),
+                    textcoords="offset points",
+                    ha="center",
+                    va="top",
+                    fontsize=7,
+                    color="#555",
+                )
+            if shown != row.x:  # off the axis: say where it is
+                ax.annotate(
+                    f"{row.x:+.1f} {'→' if row.x > 0 else '←'}",
+                    (shown, y),
+                    xytext=(-8 if row.x > 0 else 8, 7),
+                    textcoords="offset points",
+                    ha="right" if row.x > 0 else "left",
+                    va="bottom",
+                    fontsize=7.5,
+                    color="#333",
+                )
+        _row_text(ax, y, row, color)
+    ax.set_yticks(ys, [_plain(r.label) for r in rows], fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(False, axis="y")
+    ax.set_xlabel(
+        "paired effect ÷ smallest effect of interest δ (non-inferiority: ÷ margin m), claimed direction "
+        "positive; bar = 95 % interval",
+        fontsize=8,
+    )
+    ax.set_title("Headlines with a paired interval", fontsize=9.5, loc="left", pad=14)
+
+
+def _draw_point(ax: Any, rows: Sequence[ForestRow]) -> None:
+    from matplotlib.ticker import PercentFormatter
+
+    ax.set_xlim(-1.3, 1.3)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.axvline(0, color="black", lw=0.9, zorder=1)
+    ys = list(range(len(rows)))[::-1]
+    for y, row in zip(ys, rows, strict=True):
+        color = _VERDICT_COLORS[verdict_kind(row.verdict)]
+        if row.kind == "point" and row.x is not None:
+            shown = max(-1.0, min(1.0, row.x))
+            _marker(ax, shown, y, row.outcome, color, shape="D")
+            ax.annotate(
+                f"{row.x:+.0%}",
+                (shown, y),
+                xytext=(0, 8),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7.5,
+                color="#333",
+            )
+        else:
+            ax.annotate(
+                _plain(_short(row.note, 60)),
+                (0.02, y),
+                xycoords=("axes fraction", "data"),
+                va="center",
+                fontsize=7,
+                color="#555",
+                style="italic",
+            )
+        _row_text(ax, y, row, color)
+    ax.set_yticks(ys, [_plain(r.label) for r in rows], fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(False, axis="y")
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel(
+        "relative margin (value − threshold) / |threshold|, claimed direction positive, clipped at ±100 % "
+        "(not the δ scale above)",
+        fontsize=8,
+    )
+    ax.set_title(f"Headlines with {POINT_NOTE}", fontsize=9.5, loc="left")
+
+
+def draw_forest_plot(rows: Sequence[ForestRow], path: Path) -> Path:
+    """The report's lead figure: paired headlines standardised by their smallest effect (upper
+    panel) and point headlines by their relative margin (lower panel, its own axis); colour is the
+    displayed verdict, the marker is the headline's own outcome. Written to ``path`` (PNG)."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [
-        Patch(color=c, label=v) for v, c in (*_VERDICT_COLORS.items(), ("inconclusive / other", "#7f8c8d"))
+    from icml25.core.plotting import new_figure
+
+    upper = [r for r in rows if r.standardised]
+    lower = [r for r in rows if not r.standardised]
+    panels = [(rows_, draw) for rows_, draw in ((upper, _draw_standardised), (lower, _draw_point)) if rows_]
+    heights = [0.9 + 0.5 * len(p[0]) for p in panels] or [1.0]
+    fig, axes = new_figure(nrows=len(panels) or 1, width=11.0, height=1.0)
+    fig.set_size_inches(11.0, 1.3 + sum(heights))
+    axes_list = list(axes.flat) if len(panels) > 1 else [axes]  # nrows > 1: a (nrows, 1) array
+    if len(panels) > 1:
+        axes_list[0].get_gridspec().set_height_ratios(heights)
+    for ax, (panel_rows, draw) in zip(axes_list, panels, strict=True):
+        draw(ax, panel_rows)
+    handles: list[Any] = [Patch(color=c, label=v) for v, c in _VERDICT_COLORS.items()]
+    grey = "#555"
+    handles += [
+        Line2D([], [], marker="o", ls="none", color=grey, markersize=8, label="headline holds"),
+        Line2D(
+            [],
+            [],
+            marker="X",
+            ls="none",
+            color=grey,
+            markeredgecolor="white",
+            markersize=8,
+            label="headline fails",
+        ),
+        Line2D(
+            [],
+            [],
+            marker="o",
+            ls="none",
+            markerfacecolor="white",
+            markeredgecolor=grey,
+            markeredgewidth=1.6,
+            markersize=7,
+            label="headline undetermined",
+        ),
     ]
-    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    if lower:
+        handles.append(
+            Line2D(
+                [], [], marker="D", ls="none", color=grey, markersize=6, label="point criterion (no interval)"
+            )
+        )
+    fig.legend(handles=handles, loc="outside upper center", ncols=4, fontsize=7.5, frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=120, metadata={"Software": None})  # 1320 px: the page's width
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -371,6 +801,19 @@ def draw_summary_figure(margins: Sequence[HeadlineMargin], path: Path) -> Path:
 
 
 SUMMARY_FIGURE = "summary.png"
+SUMMARY_CAPTION = (
+    "Each checked paper's headline claim at its largest scale run. Upper panel: the paired difference "
+    "(ours − comparator) with its 95 % interval, divided by the smallest effect of interest δ declared in "
+    "the check and signed so that the claimed direction is positive; the headline holds when the whole "
+    "bar lies right of 0 and fails when it lies left of +1 (δ). Non-inferiority rows are divided by their "
+    "margin m, marked by the dashed tick at −1: they hold when the bar lies right of it. Lower panel: "
+    "headlines that are point criteria (value vs threshold) have no interval; their relative margin "
+    "(value − threshold)/|threshold| is drawn on its own axis and is not comparable with the upper panel. "
+    "Colour is the verdict shown in the table (green reproduced, red not reproduced, amber inconclusive, "
+    "blue needs a resource); the marker is the headline's own outcome (filled = holds, ✕ = fails, "
+    "hollow = undetermined), so a filled red marker means the headline holds but another criterion "
+    "failed. The text at the right gives the raw numbers."
+)
 
 
 def build_blocks(
@@ -380,8 +823,8 @@ def build_blocks(
     by_slug = _pick(stored)
     titles = {p.slug: p.title for p in PAPERS}
     n_checked = len(by_slug)
-    verdicts = [runs[0].result.verdict for runs in by_slug.values()]
-    n_repro = sum(v.reproduced for v in verdicts)
+    shown = [displayed_verdict(runs[0].result) for runs in by_slug.values()]
+    n_repro = sum(v == "reproduced" for v in shown)
     doc.add(
         Heading("icml25: claim checks of ICML 2025 papers", 1),
         Para(
@@ -389,38 +832,28 @@ def build_blocks(
             "the largest scale run. Every verdict is computed from criteria declared in the paper's "
             "check before the numbers were measured; nothing here was rerun to build this page."
         ),
-        Heading("Verdicts", 2, "verdicts"),
-        Table(
-            [
-                "paper",
-                "title",
-                "headline metric",
-                "baseline",
-                "ours",
-                "delta",
-                "criterion",
-                "verdict",
-                "scale",
-                "runtime",
-            ],
-            [_safe_headline_row(runs[0], titles.get(slug, slug)) for slug, runs in sorted(by_slug.items())],
-        ),
     )
     if summary_figure is not None:
-        doc.blocks.insert(
-            2,
-            Figure(
-                summary_figure,
-                SUMMARY_FIGURE,
-                "Every checked paper at a glance: how far our method clears (+) or misses (−) its "
-                "headline criterion (against the named baseline, or the threshold), relative to that "
-                "baseline or threshold; error bars are our seed standard deviation; colour is the verdict.",
-            ),
-        )
+        doc.add(Figure(summary_figure, SUMMARY_FIGURE, SUMMARY_CAPTION))
+    doc.add(
+        Heading("Verdicts", 2, "verdicts"),
+        Para(
+            "One row per paper (largest scale run). Headline outcome: Δ is the paired difference with its "
+            "95 % interval against the smallest effect δ (or margin m), else value vs threshold. Gates must "
+            "pass for a verdict; a failed gate makes it inconclusive. Reference floor: the best reference "
+            "arm (a trivial floor, never a baseline) on the headline metric. Long cells are cut (…); the "
+            "paper's section has the details.",
+            "small",
+        ),
+        Table(
+            list(VERDICT_HEADER),
+            [_safe_verdict_row(runs[0]) for _, runs in sorted(by_slug.items())],
+        ),
+    )
     status_rows = []
     for p in PAPERS:
         runs = by_slug.get(p.slug)
-        last = f"{runs[0].result.verdict} ({runs[0].result.scale})" if runs else "not run"
+        last = f"{displayed_verdict(runs[0].result)} ({runs[0].result.scale})" if runs else "not run"
         status_rows.append([p.slug, p.domain, p.status, last, p.title])
     doc.add(
         Heading("All papers", 2, "all-papers"),
@@ -496,15 +929,19 @@ def render_markdown(blocks: Sequence[Any]) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1360px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.45}
-table{border-collapse:collapse;margin:1em 0;font-size:.88em}
-th,td{border:1px solid #ddd;padding:.3em .55em;
+table{border-collapse:collapse;margin:1em 0;font-size:.86em;max-width:100%}
+th,td{border:1px solid #ddd;padding:.3em .5em;
 text-align:left;vertical-align:top}th{background:#f4f4f4}
 blockquote{border-left:4px solid #c0392b;margin:1em 0;
 padding:.2em 1em;background:#fbf3f2}small{color:#666}figure{margin:1em 0}figure img{max-width:100%}
-figcaption{font-size:.85em;color:#555}.pass{color:#1e8449;font-weight:600}.FAIL{color:#c0392b;font-weight:600}
+figcaption{font-size:.85em;color:#555}.pass,.holds{color:#1e8449;font-weight:600}
+.FAIL,.fails{color:#c0392b;font-weight:600}.undetermined{color:#b9770e;font-weight:600}
 """
+
+
+_CELL_CLASSES = ("pass", "FAIL", "holds", "fails", "undetermined")
 
 
 def _inline_md(text: str) -> str:
@@ -514,6 +951,38 @@ def _inline_md(text: str) -> str:
     out = html.escape(text)
     out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"\[([^\]]+)\]\((#[\w-]+)\)", r'<a href="\2">\1</a>', out)
+
+
+_TAG_OR_TEXT = re.compile(r"(<[^>]*>)")
+_ENTITY_OR_CHAR = re.compile(r"&#?\w+;|.", re.S)
+_RUN = 22  # characters without a break opportunity before one is added
+
+
+def _soft_breaks(text: str) -> str:
+    """Escaped text with ``<wbr>`` break opportunities after ``_``, ``/`` and ``.`` before a letter
+    (``h_tune.acc``, ``add/final_test_acc``) and inside any longer unbroken run, so a table cell
+    never forces the page wider than the window. Entities stay whole."""
+    tokens = _ENTITY_OR_CHAR.findall(text)
+    out: list[str] = []
+    run = 0
+    for i, tok in enumerate(tokens):
+        out.append(tok)
+        if tok.isspace():
+            run = 0
+            continue
+        run += 1
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else " "
+        separator = tok in ("_", "/") or (tok == "." and nxt.isalpha())
+        if not nxt.isspace() and (separator or run >= _RUN):
+            out.append("<wbr>")
+            run = 0
+    return "".join(out)
+
+
+def _cell_html(text: str) -> str:
+    """A table cell: inline Markdown as HTML, with break opportunities in its text (never in tags)."""
+    parts = _TAG_OR_TEXT.split(_inline_md(text))
+    return "".join(part if part.startswith("<") else _soft_breaks(part) for part in parts)
 
 
 def render_html(blocks: Sequence[Any]) -> str:
@@ -538,9 +1007,9 @@ def render_html(blocks: Sequence[Any]) -> str:
             body = "".join(
                 "<tr>"
                 + "".join(
-                    f'<td class="{html.escape(c)}">{_inline_md(c)}</td>'
-                    if c in ("pass", "FAIL")
-                    else f"<td>{_inline_md(c)}</td>"
+                    f'<td class="{html.escape(c)}">{_cell_html(c)}</td>'
+                    if c in _CELL_CLASSES
+                    else f"<td>{_cell_html(c)}</td>"
                     for c in row
                 )
                 + "</tr>"
@@ -557,12 +1026,12 @@ def render_html(blocks: Sequence[Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _draw_summary_atomic(margins: Sequence[HeadlineMargin], fig_dir: Path) -> Path:
+def _draw_summary_atomic(rows: Sequence[ForestRow], fig_dir: Path) -> Path:
     """The summary figure, drawn under a temporary name and renamed (a concurrent report sees old or new)."""
     fd, tmp = tempfile.mkstemp(prefix=".summary.", suffix=".png", dir=fig_dir)
     os.close(fd)
     try:
-        draw_summary_figure(margins, Path(tmp))
+        draw_forest_plot(rows, Path(tmp))
         os.chmod(tmp, 0o644)
         os.replace(tmp, fig_dir / SUMMARY_FIGURE)
     except BaseException:
@@ -592,8 +1061,8 @@ def write_report(store: ResultStore, out_dir: Path) -> ReportOutput:
         for old in fig_dir.glob("*.png"):  # remove only figures an earlier report wrote
             if old.name == SUMMARY_FIGURE or any(old.name.startswith(f"{slug}_") for slug in slugs):
                 old.unlink(missing_ok=True)  # another report into the same folder may have been first
-        margins = headline_margins(stored)
-        summary = _draw_summary_atomic(margins, fig_dir) if margins else None
+        rows = forest_rows(stored)
+        summary = _draw_summary_atomic(rows, fig_dir) if rows else None
         blocks = build_blocks(stored, problems, summary_figure=summary)
         for b in blocks:
             if isinstance(b, Figure) and b.name != SUMMARY_FIGURE:
@@ -620,11 +1089,15 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _criterion_metrics(result: CheckResult) -> tuple[list[str], list[str]]:
-    """Arms (claim order) and metrics (first-use order) that the evaluated criteria read."""
+    """Arms and metrics (first-use order) that the evaluated criteria and gates read.
+
+    Arms come in claim order (ours, baselines), then every reference arm of the claim, read by a
+    criterion or not: a README shows the trivial floor beside ours."""
     claim = result.claim
     evaluated = {c.name for c in result.criteria}
+    refs = [str(a) for a in claim.get("references", []) or []]
     pairs: list[tuple[str, str]] = []
-    for c in claim["criteria"]:
+    for c in [*claim["criteria"], *(claim.get("gates", []) or [])]:
         if c["name"] not in evaluated:
             continue
         pairs.append((c["arm"], c["metric"]))
@@ -633,18 +1106,21 @@ def _criterion_metrics(result: CheckResult) -> tuple[list[str], list[str]]:
     metrics = list(dict.fromkeys(m for _, m in pairs))
     used_arms = {a for a, _ in pairs}
     order = [claim["ours"], *claim["baselines"]]
-    arms = [a for a in order if a in used_arms] + sorted(used_arms - set(order))
+    arms = [a for a in order if a in used_arms] + sorted(used_arms - set(order) - set(refs))
+    arms += [a for a in refs if a not in arms]
     return arms, metrics
 
 
 def paper_result_table(result: CheckResult) -> str:
     """One stored check result as Markdown: the metrics its criteria use, each criterion, the verdict.
 
-    The first table has a row per metric that some criterion reads and a column per arm that a
-    criterion reads (ours first), as mean ± sd over seeds; the second lists every evaluated
-    criterion with value, threshold and pass/fail (the same table REPORT.md shows); a closing
-    line gives the verdict, seeds, wall time, run id, start time and commit. Rendered with the
-    report's own Markdown renderer, so a README and REPORT.md agree cell for cell.
+    The first table has a row per metric that some criterion or gate reads and a column per arm
+    that one reads (ours first), then the claim's reference arms (marked ``(reference)``), as
+    mean ± sd over seeds; the second lists every evaluated criterion and gate with its role, value,
+    threshold, pass/fail, outcome, paired interval and smallest effect (the same table REPORT.md
+    shows); a closing line gives the displayed verdict, seeds, wall time, run id, start time and
+    commit. Rendered with the report's own Markdown renderer, so a README and REPORT.md agree cell
+    for cell.
     """
     claim = result.claim
     arms, metrics = _criterion_metrics(result)
@@ -652,8 +1128,7 @@ def paper_result_table(result: CheckResult) -> str:
     if metrics:
         blocks.append(
             Table(
-                ["metric (mean ± sd over seeds)"]
-                + [a + (" (ours)" if a == claim["ours"] else "") for a in arms],
+                ["metric (mean ± sd over seeds)"] + [_arm_header(claim, a) for a in arms],
                 [[m] + [_mean_sd(result, a, m) for a in arms] for m in metrics],
             )
         )
@@ -661,7 +1136,7 @@ def paper_result_table(result: CheckResult) -> str:
     commit = result.environment.get("git_commit") or "unknown"
     blocks.append(
         Para(
-            f"**Verdict at scale {result.scale}: {result.verdict}** ({result.verdict.reason}). "
+            f"**Verdict at scale {result.scale}: {displayed_verdict(result)}** ({result.verdict.reason}). "
             f"Seeds {list(result.seeds)}; wall time {result.wall_time_s:.0f} s; run {result.run_id or '-'}, "
             f"started {result.started_at or '-'}, commit {str(commit)[:12]}."
         )

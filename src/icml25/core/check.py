@@ -135,6 +135,8 @@ class ClaimCheck(Generic[C]):
     default_seeds: ClassVar[Mapping[str, int]] = {"tiny": 1, "small": 2, "full": 3}
     #: metric -> function of one arm's item rows, for metrics that are not a mean over items
     item_statistics: ClassVar[Mapping[str, Callable[[np.ndarray], float]]] = {}
+    #: bootstrap draws per paired interval (fewer for an expensive item statistic)
+    bootstrap_resamples: ClassVar[int] = 2000
 
     # -- what subclasses implement ------------------------------------------------------------
 
@@ -286,7 +288,12 @@ class ClaimCheck(Generic[C]):
         applicable = (*claim.gates_at(scale), *claim.criteria_at(scale))
         criteria = tuple(
             evaluate_criterion(
-                c, metrics, items=items, statistics=self.item_statistics, role=claim.role_of(c.name)
+                c,
+                metrics,
+                items=items,
+                statistics=self.item_statistics,
+                role=claim.role_of(c.name),
+                resamples=self.bootstrap_resamples,
             )
             for c in applicable
         )

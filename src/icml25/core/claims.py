@@ -27,7 +27,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from icml25.core.stats import Comparison, Interval, judge, paired_interval, resolving_factor
+from icml25.core.stats import (
+    DEFAULT_RESAMPLES,
+    Comparison,
+    Interval,
+    judge,
+    paired_interval,
+    resolving_factor,
+)
 from icml25.core.validate import check_positive
 
 __all__ = [
@@ -450,6 +457,7 @@ def evaluate_criterion(
     items: ItemScores | None = None,
     statistics: Mapping[str, Any] | None = None,
     role: str = "supporting",
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> CriterionResult:
     """Evaluate one criterion. Missing or non-finite measurements give ``passed=None``.
 
@@ -505,6 +513,7 @@ def evaluate_criterion(
         metrics[criterion.other_arm][criterion.rhs_metric].values,
         statistic=statistic,
         factor=criterion.factor,
+        resamples=resamples,
     )
     outcome = judge(interval, criterion.op, criterion.smallest_effect, criterion.comparison)
     resolve = (
