@@ -144,9 +144,11 @@ def test_paper_result_table_rows() -> None:
     assert lines[2] == "| loss | 1.1 ± 0.14 | 2.1 ± 0.14 |"
     assert lines[3] == "| time_s | 2 ± 0 | - |"
     assert not any(line.startswith("| extra") for line in lines)  # no criterion reads it
-    assert "| criterion | condition | value | threshold | result | meaning |" in lines
-    assert "| beats_base | mean(ours.loss) < mean(base.loss) | 1.1 | 2.1 | pass | lower |" in lines
-    assert "| fast | mean(ours.time_s) <= 1 | 2 | 1 | FAIL |  |" in lines
+    columns = "role | condition | value | threshold | result | outcome | interval | smallest effect | meaning"
+    assert f"| criterion | {columns} |" in lines
+    beats = "supporting | mean(ours.loss) < mean(base.loss) | 1.1 | 2.1 | pass | holds | - | - | lower"
+    assert f"| beats_base | {beats} |" in lines
+    assert "| fast | supporting | mean(ours.time_s) <= 1 | 2 | 1 | FAIL | fails | - | - |  |" in lines
     assert not any(line.startswith("| smoke") for line in lines)  # tiny-only criterion, not evaluated
     verdict = next(line for line in lines if line.startswith("**Verdict"))
     assert verdict.startswith("**Verdict at scale small: not reproduced** (failed: fast)")

@@ -4,6 +4,11 @@ Both files are rendered from one list of blocks (headings, paragraphs, tables, f
 they always say the same thing. Figures are copied to ``<out>/figures/`` with deterministic
 names for the Markdown file and embedded as base64 in the HTML page. Nothing is rerun.
 
+The report leads with a forest plot of every paper's headline (:func:`draw_forest_plot`: paired
+effects standardised by their smallest effect of interest, point criteria on their own axis), then
+the verdicts table. The verdict shown is :func:`displayed_verdict`: never ``reproduced`` or ``not
+reproduced`` past a gate that did not pass.
+
 Stored results are untrusted input: only results whose slug is a catalog paper are shown (the
 store checks slug, scale and run id against their folders and recomputes each verdict), a figure
 is copied only when it is a regular file inside its run folder (no symlinks) of bounded size, text
@@ -269,7 +274,7 @@ def verdict_row(result: CheckResult) -> list[str]:
         _short(_headline_text(result, evaluated), 52),
         _short(_gate_text(result), 40),
         _short(", ".join(failed), 34) if failed else "-",
-        _short(f"{arm}.{metric} {_ARROW.get(op, '')}", 30),
+        _short(f"{arm}.{metric}", 28) + "\u00a0" + _ARROW.get(op, ""),  # the arrow stays with its metric
         _short(f"{_fmt(floor[1])} ({floor[0]})", 24) if floor else "-",
         _mean_sd(result, arm, metric),
         _short(f"{best[0]}: {_mean_sd(result, best[0], metric)}", 30) if best else "-",
@@ -585,6 +590,7 @@ def _marker(ax: Any, x: float, y: float, outcome: str, color: str, *, shape: str
         markeredgewidth=1.6 if not filled else 0.8,
         linestyle="none",
         zorder=4,
+        clip_on=False,
     )
 
 
@@ -806,9 +812,11 @@ SUMMARY_CAPTION = (
     "(ours − comparator) with its 95 % interval, divided by the smallest effect of interest δ declared in "
     "the check and signed so that the claimed direction is positive; the headline holds when the whole "
     "bar lies right of 0 and fails when it lies left of +1 (δ). Non-inferiority rows are divided by their "
-    "margin m, marked by the dashed tick at −1: they hold when the bar lies right of it. Lower panel: "
-    "headlines that are point criteria (value vs threshold) have no interval; their relative margin "
-    "(value − threshold)/|threshold| is drawn on its own axis and is not comparable with the upper panel. "
+    "margin m, marked by the dashed tick at −1: they hold when the bar lies right of it; a hollow marker "
+    "without a bar is a one-seed estimate. Lower panel: headlines with no interval (point criterion: value "
+    "vs threshold), drawn as diamonds at their relative margin (value − threshold)/|threshold| on their "
+    "own axis, not comparable with the upper panel; headlines not evaluated (e.g. a tiny smoke run) have "
+    "no marker. "
     "Colour is the verdict shown in the table (green reproduced, red not reproduced, amber inconclusive, "
     "blue needs a resource); the marker is the headline's own outcome (filled = holds, ✕ = fails, "
     "hollow = undetermined), so a filled red marker means the headline holds but another criterion "
