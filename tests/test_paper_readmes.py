@@ -139,10 +139,11 @@ def _result(slug: str = "toy", run_id: str = "20260101T000000000000Z-abcdef") ->
 
 def test_paper_result_table_rows() -> None:
     lines = paper_result_table(_result()).splitlines()
-    assert lines[0] == "| metric (mean ± sd over seeds) | ours (ours) | base |"  # no column for ablation
-    assert lines[1] == "|---|---|---|"
-    assert lines[2] == "| loss | 1.1 ± 0.14 | 2.1 ± 0.14 |"
-    assert lines[3] == "| time_s | 2 ± 0 | - |"
+    # every declared baseline gets a column (a control read by no criterion too)
+    assert lines[0] == "| metric (mean ± sd over seeds) | ours (ours) | base | ablation |"
+    assert lines[1] == "|---|---|---|---|"
+    assert lines[2].startswith("| loss | 1.1 ± 0.14 | 2.1 ± 0.14 | ")
+    assert lines[3].startswith("| time_s | 2 ± 0 | - | ")
     assert not any(line.startswith("| extra") for line in lines)  # no criterion reads it
     columns = "role | condition | value | threshold | result | outcome | interval | smallest effect | meaning"
     assert f"| criterion | {columns} |" in lines

@@ -308,7 +308,7 @@ def test_paper_result_table_shows_references_roles_and_intervals() -> None:
     gate = Criterion("learns", arm="base", metric="acc", op=">", other_arm="constant")
     result = _result(_claim(gates=(gate,)), _seeds(0.85, 0.80, constant=0.25, untrained=0.1))
     lines = paper_result_table(result).splitlines()
-    arms = "ours (ours) | base | constant (reference) | untrained (reference)"
+    arms = "ours (ours) | base | ablation | constant (reference) | untrained (reference)"  # every baseline
     assert lines[0] == f"| metric (mean ± sd over seeds) | {arms} |"
     criteria_header = next(line for line in lines if line.startswith("| criterion"))
     for column in ("role", "outcome", "interval", "smallest effect"):

@@ -1099,8 +1099,8 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 def _criterion_metrics(result: CheckResult) -> tuple[list[str], list[str]]:
     """Arms and metrics (first-use order) that the evaluated criteria and gates read.
 
-    Arms come in claim order (ours, baselines), then every reference arm of the claim, read by a
-    criterion or not: a README shows the trivial floor beside ours."""
+    Arms come in claim order (ours, then every baseline, controls included), then every reference
+    arm of the claim, read by a criterion or not: a README shows the trivial floor beside ours."""
     claim = result.claim
     evaluated = {c.name for c in result.criteria}
     refs = [str(a) for a in claim.get("references", []) or []]
@@ -1114,7 +1114,7 @@ def _criterion_metrics(result: CheckResult) -> tuple[list[str], list[str]]:
     metrics = list(dict.fromkeys(m for _, m in pairs))
     used_arms = {a for a, _ in pairs}
     order = [claim["ours"], *claim["baselines"]]
-    arms = [a for a in order if a in used_arms] + sorted(used_arms - set(order) - set(refs))
+    arms = list(order) + sorted(used_arms - set(order) - set(refs))
     arms += [a for a in refs if a not in arms]
     return arms, metrics
 

@@ -400,3 +400,20 @@ def test_full_preset_constructs_and_runs_one_step():
     x, y = torch.randn(1, 12, length), torch.zeros(1, len(CONDITIONS))  # one record keeps it quick
     loss = tuner.step(x, y)
     assert np.isfinite(loss)
+
+
+def test_macro_average_precision_equals_sklearn_with_ties_and_duplicates():
+    from sklearn.metrics import average_precision_score
+
+    from icml25.life.h_tuning import macro_average_precision
+
+    rng = np.random.default_rng(0)
+    y = (rng.random((200, 4)) < 0.3).astype(float)
+    y[:, 3] = 0.0  # a class with no positive is left out, as in multilabel_metrics
+    p = np.round(rng.random((200, 4)), 1)  # many ties
+    idx = rng.integers(0, 200, 200)  # a bootstrap draw: duplicated records
+    for yy, pp in ((y, p), (y[idx], p[idx])):
+        expected = np.mean([average_precision_score(yy[:, j], pp[:, j]) for j in range(3)])
+        assert macro_average_precision(yy, pp) == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError, match="probs"):
+        macro_average_precision(y, p[:, :2])
