@@ -372,3 +372,12 @@ def test_old_style_result_still_renders(tmp_path: Path) -> None:
     assert (tmp_path / "report" / "figures" / "summary.png").is_file()
     page = out.html.read_text()
     assert "max-width:1360px" in page
+
+
+def test_positive_controls_never_stand_as_the_floor() -> None:
+    claim = dataclasses.replace(_claim(references=("constant", "oracle")), controls=("oracle",))
+    result = _result(claim, _seeds(0.85, 0.80, constant=0.25, oracle=0.99))
+    assert reference_floor(result) == ("constant", pytest.approx(0.25))  # not the oracle's 0.99
+    assert "oracle (control)" in paper_result_table(result).splitlines()[0]
+    with pytest.raises(ValueError, match="controls"):
+        dataclasses.replace(claim, controls=("base",))

@@ -254,9 +254,13 @@ def _best_arm(result: CheckResult, arms: Sequence[str], metric: str, op: str) ->
 
 
 def reference_floor(result: CheckResult) -> tuple[str, float] | None:
-    """The best value among the claim's reference arms on the headline metric, and its arm."""
+    """The best value among the claim's trivial floors on the headline metric, and its arm.
+
+    Positive controls (``claim["controls"]``: an oracle, a ceiling) are references too, but they show
+    what the setup allows, not what learning nothing scores, so they never stand as the floor."""
     decl, _ = _headline_of(result)
-    refs = [str(a) for a in result.claim.get("references", []) or []]
+    controls = {str(a) for a in result.claim.get("controls", []) or []}
+    refs = [str(a) for a in result.claim.get("references", []) or [] if str(a) not in controls]
     return _best_arm(result, refs, decl["metric"], decl["op"])
 
 
@@ -368,6 +372,8 @@ def _arms_in_order(claim: dict[str, Any]) -> list[str]:
 def _arm_header(claim: dict[str, Any], arm: str) -> str:
     if arm == claim["ours"]:
         return f"{arm} (ours)"
+    if arm in (claim.get("controls", []) or []) and arm not in claim["baselines"]:
+        return f"{arm} (control)"
     if arm in (claim.get("references", []) or []) and arm not in claim["baselines"]:
         return f"{arm} (reference)"
     return arm

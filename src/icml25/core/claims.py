@@ -252,6 +252,14 @@ class Claim:
             from wall-clock time (seconds, speed-ups, GFLOP/s). They differ between identical
             runs; every other metric must be deterministic given the seed, and the contract
             tests hold checks to that.
+        references: arms measured on the same data that show what "learned nothing" scores (a
+            constant or prevalence predictor, an untrained model, marginals, random selection) or,
+            when also listed in ``controls``, what the setup allows (an oracle). Never a baseline:
+            a criterion may not compare ours with one; a gate may.
+        gates: point conditions under which the criteria are informative ("the trained arms beat the
+            floor by m on validation"). A gate that fails makes the verdict ``inconclusive`` (or
+            ``needs <resource>`` when it names one with ``needs=``), never ``not reproduced``.
+        controls: the references that are positive controls (oracles, ceilings), not floors.
     """
 
     statement: str
@@ -267,6 +275,7 @@ class Claim:
     timed_metrics: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     gates: tuple[Criterion, ...] = ()
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in (*self.criteria, *self.gates)]
@@ -279,6 +288,12 @@ class Claim:
             raise ValueError(
                 f"Claim: {sorted(overlap)} are declared both as compared arms and as references; a "
                 "reference shows what learning nothing scores and is never a baseline to beat"
+            )
+        stray = set(self.controls) - set(self.references)
+        if stray:
+            raise ValueError(
+                f"Claim: controls {sorted(stray)} must also be references (a positive control is measured "
+                "beside the floors, never beaten as a baseline)"
             )
         arms = {self.ours, *self.baselines, *self.references}
         for g in self.gates:
@@ -930,6 +945,7 @@ def claim_to_json(claim: Claim) -> dict[str, Any]:
         "requires": list(claim.requires),
         "timed_metrics": list(claim.timed_metrics),
         "references": list(claim.references),
+        "controls": list(claim.controls),
         "criteria": [
             {**asdict(c), "scales": list(c.scales), "formula": c.describe(), "role": claim.role_of(c.name)}
             for c in claim.criteria

@@ -257,6 +257,7 @@ CLAIM = Claim(
     ours="mr_nas",
     baselines=BASELINES,
     references=REFERENCES,
+    controls=("oracle_omega",),
     criteria=_criteria(MRPEConfig()),
     gates=_gates(MRPEConfig()),
     headline="below_noisy_uniform",
