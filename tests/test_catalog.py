@@ -151,3 +151,20 @@ def test_catalog_module_is_plain_data() -> None:
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"__future__", "difflib", "importlib", "collections", "dataclasses", "typing", "sys"}
+
+
+def test_recorded_small_run_is_parsed_from_every_checked_readme() -> None:
+    from icml25.catalog import parse_recorded_run
+
+    line = (
+        "**Verdict at scale small: inconclusive** (underpowered: headline x undetermined). Seeds [0, 1]; "
+        "wall time 523 s; run 20261205T092557854327Z-77e91d, started 2026-12-05T09:25:57Z, commit f5f27d2."
+    )
+    rec = parse_recorded_run("text\n" + line)
+    assert rec is not None and rec.verdict == "inconclusive" and rec.wall_time_s == 523.0
+    assert rec.run_id == "20261205T092557854327Z-77e91d"
+    assert parse_recorded_run("no table yet") is None
+    for paper in PAPERS:
+        if paper.status == "checked":  # a fresh clone orders the main job by these times
+            recorded = paper.recorded_small_run()
+            assert recorded is not None and recorded.wall_time_s > 0, paper.slug

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 __all__ = [
+    "RecordedRun",
+    "parse_recorded_run",
     "DOMAINS",
     "STATUSES",
     "PAPERS",
@@ -98,6 +100,33 @@ def resolve(path: str) -> Any:
 
 
 @dataclass(frozen=True)
+class RecordedRun:
+    """A small run as recorded in a paper's README: its verdict, wall time and run id."""
+
+    verdict: str
+    wall_time_s: float
+    run_id: str
+
+
+def parse_recorded_run(readme: str) -> RecordedRun | None:
+    """The verdict line that ``icml25 report --sync-readmes`` writes into a README, parsed:
+    ``**Verdict at scale small: V** (...). Seeds [...]; wall time T s; run R, started ...``."""
+    head = "**Verdict at scale small: "
+    start = readme.find(head)
+    if start < 0:
+        return None
+    rest = readme[start + len(head) :]
+    verdict, _, rest = rest.partition("**")
+    _, found, rest = rest.partition("; wall time ")
+    wall, _, rest = rest.partition(" s; run ")
+    run_id = rest.split(",", 1)[0].strip()
+    try:
+        return RecordedRun(verdict.strip(), float(wall), run_id) if found and run_id else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
 class Paper:
     """One paper of the catalog.
 
@@ -160,6 +189,21 @@ class Paper:
     @property
     def implemented(self) -> bool:
         return self.status != "planned"
+
+    def readme_text(self) -> str | None:
+        """The paper's README.md (shipped with the package), or None where there is none."""
+        from importlib.resources import files  # the top-level package only: no paper code is imported
+
+        try:
+            return (files("icml25") / self.domain / self.slug / "README.md").read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    def recorded_small_run(self) -> RecordedRun | None:
+        """The small run recorded in the paper's README table (refreshed by ``icml25 report
+        --sync-readmes``): what a clone without ``results/`` knows of the check's verdict and time."""
+        text = self.readme_text()
+        return None if text is None else parse_recorded_run(text)
 
     def load_check(self) -> Any:
         """Import and return the paper's ClaimCheck instance (raises if not implemented)."""
