@@ -51,3 +51,29 @@ def test_seed_everything_rejects_bad_seeds(bad: object) -> None:
 
     with pytest.raises(ValueError, match="seed must be an integer >= 0"):
         seed_everything(bad)  # type: ignore[arg-type]
+
+
+def test_resolve_precision_picks_the_faster_matmul(monkeypatch) -> None:
+    from icml25.core import runtime
+
+    assert runtime.resolve_precision("fp32") == "fp32" and runtime.resolve_precision("bf16") == "bf16"
+    runtime._PRECISION_CACHE.clear()
+    rates = {"fp32": 50.0, "bf16": 6.0}  # an AVX2-only processor: emulated bfloat16
+    monkeypatch.setattr(runtime, "matmul_gflops", lambda name, **kw: rates[name])
+    assert runtime.resolve_precision("auto") == "fp32"
+    runtime._PRECISION_CACHE.clear()
+    rates.update(bf16=400.0)  # native bfloat16 (AVX512-BF16 / AMX)
+    assert runtime.resolve_precision("auto") == "bf16"
+    runtime._PRECISION_CACHE.clear()
+    with pytest.raises(ValueError, match="precision"):
+        runtime.resolve_precision("fp16")
+
+
+def test_matmul_gflops_measures_something() -> None:
+    from icml25.core.runtime import matmul_gflops
+
+    assert matmul_gflops("fp32", size=64, seconds=0.02) > 0.01
+    with pytest.raises(ValueError, match="dtype_name"):
+        matmul_gflops("int8")
+    with pytest.raises(ValueError, match="size"):
+        matmul_gflops("fp32", size=0)

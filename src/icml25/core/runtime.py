@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from icml25.core.validate import check_non_negative
+from icml25.core.validate import check_non_negative, check_positive
 
 __all__ = [
+    "matmul_gflops",
+    "resolve_precision",
     "seed_everything",
     "set_threads",
     "Stopwatch",
@@ -62,6 +64,53 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
         if torch.backends.cudnn.is_available():
             torch.backends.cudnn.benchmark = False
+
+
+_PRECISION_CACHE: dict[tuple[int, int], str] = {}
+
+
+def matmul_gflops(dtype_name: str, *, size: int = 256, seconds: float = 0.15) -> float:
+    """Measured GFLOP/s of a ``size`` x ``size`` torch matmul in ``"fp32"`` or ``"bf16"`` on the CPU,
+    at torch's current thread count (a short warm-up, then as many products as fit in ``seconds``)."""
+    import torch
+
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    if dtype_name not in dtypes:
+        raise ValueError(f"dtype_name must be one of {sorted(dtypes)}, got {dtype_name!r}")
+    check_positive("size", size, integer=True)
+    check_positive("seconds", seconds)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=gen).to(dtypes[dtype_name])
+    b = torch.randn(size, size, generator=gen).to(dtypes[dtype_name])
+    a @ b  # warm-up: kernel selection and packing
+    count, start = 0, time.perf_counter()
+    while True:
+        a @ b
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return 2.0 * size**3 * count / elapsed / 1e9
+
+
+def resolve_precision(precision: str) -> str:
+    """``"fp32"``/``"bf16"`` as given; ``"auto"``: bf16 where this CPU runs a bfloat16 matmul faster
+    than a float32 one (AVX512-BF16 or AMX), else fp32.
+
+    On a processor without native bfloat16 (AVX2 only) a bfloat16 matmul is emulated and runs several
+    times slower than float32, so autocast there costs time instead of saving it. The choice is
+    measured once per process and thread count (about half a second) and cached.
+    """
+    if precision in ("fp32", "bf16"):
+        return precision
+    if precision != "auto":
+        raise ValueError(f"precision must be 'auto', 'fp32' or 'bf16', got {precision!r}")
+    import torch
+
+    key = (torch.get_num_threads(), os.getpid())
+    if key not in _PRECISION_CACHE:
+        fp32, bf16 = matmul_gflops("fp32"), matmul_gflops("bf16")
+        _PRECISION_CACHE[key] = "bf16" if bf16 > fp32 else "fp32"
+    return _PRECISION_CACHE[key]
 
 
 def set_threads(n: int | None = None) -> int:

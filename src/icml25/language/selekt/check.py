@@ -38,6 +38,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.runtime import resolve_precision
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields, check_in_range
 
@@ -79,7 +80,10 @@ class SeleKTCheckConfig:
             at the rate it chose; the validation functions are the same in every seed).
         precision: ``"fp32"`` or ``"bf16"``: fine-tuning (autocast, fp32 master weights; the paper
             trains in bf16) and greedy generation run under bfloat16 autocast; bits/byte and the
-            validation loss are always computed in fp32.
+            validation loss are always computed in fp32. ``"auto"`` (default) measures which of
+            the two runs a matmul faster on this processor (:func:`icml25.core.runtime.
+            resolve_precision`): bf16 where the CPU has native bfloat16, fp32 on AVX2-only ones,
+            where emulated bfloat16 is several times slower. The choice is stored with the result.
         modules: standard-library modules scanned for seed functions.
         n_humaneval, he_tokens: HumanEval subset size and completion length.
         ppl_window, ppl_windows, code_chars: perplexity windows (tokens), windows per corpus,
@@ -106,7 +110,7 @@ class SeleKTCheckConfig:
     gen_slack: int = 8
     gen_cap: int = 0
     gen_batch: int = 16
-    precision: str = "bf16"
+    precision: str = "auto"
     lr_tuning: str = "first_seed"
     modules: tuple[str, ...] = DEFAULT_MODULES
     n_humaneval: int = 4
@@ -151,8 +155,10 @@ class SeleKTCheckConfig:
             raise ValueError(
                 f"SeleKTCheckConfig.lr_tuning must be first_seed or per_seed, got {self.lr_tuning!r}"
             )
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"SeleKTCheckConfig.precision must be fp32 or bf16, got {self.precision!r}")
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise ValueError(
+                f"SeleKTCheckConfig.precision must be auto, fp32 or bf16, got {self.precision!r}"
+            )
         if self.scope not in ("per_tensor", "global"):
             raise ValueError(f"SeleKTCheckConfig.scope must be per_tensor or global, got {self.scope!r}")
         if self.model.startswith("openai:"):
@@ -517,7 +523,8 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             problems = sorted(load_humaneval(), key=lambda p: (len(p.canonical_solution), p.task_id))
             problems = problems[: config.n_humaneval]
 
-        bf16 = config.precision == "bf16"
+        precision = resolve_precision(config.precision)
+        bf16 = precision == "bf16"
         edit_prompts = _edit_prompts(codec, splits["test"], config.gen_slack, config.gen_cap)
 
         def retention(m: Any) -> dict[str, float]:
@@ -562,7 +569,7 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
                     scope=config.scope,  # type: ignore[arg-type]
                     lora_r=config.lora_r,
                     lora_alpha=config.lora_alpha,
-                    precision=config.precision,  # type: ignore[arg-type]
+                    precision=precision,  # type: ignore[arg-type]
                 )
                 res = finetune(model, encoded["train"], ft_cfg, seed=seed)
                 runs[lr] = (res, _val_loss(res.model, encoded["val"]))
@@ -604,7 +611,9 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             f"{len(splits['test'])} test edits; instructions {config.instructions}; lr grid {config.lrs}; "
             f"{config.steps} steps x batch {config.batch_size}; SeleKT alpha {config.alpha}, every "
             f"{config.period_steps} steps, {config.scope}; HumanEval subset {len(problems)} problems",
+            f"precision {precision} (config: {config.precision})",
         )
+        series["precision"] = precision
         return SeedOutcome(metrics=metrics, series=series, notes=notes)
 
     def make_figures(
