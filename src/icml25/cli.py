@@ -38,6 +38,7 @@ CHECK_EPILOG = """examples:
 BENCH_EPILOG = """examples:
   icml25 bench condensed_sparse_solver           # the paper's speed comparison, as a table
   icml25 bench condensed_sparse_solver --json    # everything after the slug goes to the benchmark
+  icml25 bench llm --batches 1,8,32              # the embedded LLM's generation tokens/s vs the CPU ceiling
 """
 REPORT_EPILOG = """examples:
   icml25 report                                  # results/ -> report/REPORT.md, report/index.html
@@ -477,6 +478,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Run a paper's side-by-side speed benchmark (``<paper>/bench.py:main``) with the remaining args."""
     from icml25.catalog import resolve
 
+    if args.slug == "llm":  # not a paper: the shared language-model backend's generation throughput
+        return int(resolve("icml25.llm.bench:main")(list(args.bench_args)))
     paper = get_paper(args.slug)
     if not paper.implemented or not _bench_file(paper).is_file():
         have = [p.slug for p in PAPERS if p.implemented and _bench_file(p).is_file()]
@@ -583,7 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=BENCH_EPILOG,
         formatter_class=fmt,
     )
-    p.add_argument("slug")
+    p.add_argument("slug", help="a paper with a bench.py, or 'llm' for the language-model backend")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS", help="passed to the benchmark")
     p.set_defaults(func=cmd_bench)
     return parser

@@ -396,6 +396,8 @@ class MultiRewardPolicyEvalCheck(ClaimCheck[MRPEConfig]):
                     items[arm]["log_final_err"] = np.asarray(log_final[arm])
             if log_final_finite[arm]:
                 items.setdefault(arm, {})["log_final_err_finite"] = np.asarray(log_final_finite[arm])
+        for arm, arm_items in items.items():  # each item metric's value: its mean over the cells
+            metrics[arm].update({name: float(np.mean(rows)) for name, rows in arm_items.items()})
         metrics["oracle_omega"]["log_gain_over_noisy_uniform"] = (
             metrics["noisy_uniform"]["mean_log_final_err"] - metrics["oracle_omega"]["mean_log_final_err"]
         )
