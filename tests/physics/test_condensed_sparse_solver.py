@@ -504,3 +504,19 @@ def test_level_stats_cover_every_step_and_float32_matches_float64() -> None:
     assert x32.dtype == torch.float32
     assert float((x32.double() - x64).norm() / x64.norm()) < 1e-4
     assert float(F.residual(x64, rhs).max()) < 1e-12
+
+
+def test_solve_grid_system_names_the_bad_argument() -> None:
+    A = poisson(6, 5, boundary="dirichlet", mass=0.0).to_scipy().tocsr()
+    b = np.ones(30)
+    with pytest.raises(ValueError, match=r"grid_shape \(5, 7\) has 35 nodes but A has 30 rows"):
+        solve_grid_system(A, b, (5, 7))
+    for bad_shape in ((6,), (6, 0), (6.0, 5), "65"):
+        with pytest.raises(ValueError, match="grid_shape"):
+            solve_grid_system(A, b, bad_shape)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="A is complex"):
+        solve_grid_system(A * (1 + 1j), b, (6, 5))
+    with pytest.raises(ValueError, match="b is complex"):
+        solve_grid_system(A, b * 1j, (6, 5))  # was silently cut to its real part
+    x = solve_grid_system(A, b, (6, 5))
+    assert np.allclose(A @ x, b)

@@ -168,6 +168,8 @@ def alpha_from_scipy(
         raise ValueError(f"A has {A.shape[0]} rows but the grid {n0}x{n1} has {n0 * n1} nodes")
     coo = sp.coo_matrix(A)
     coo.sum_duplicates()
+    if np.iscomplexobj(coo.data):
+        raise ValueError("A is complex; only real matrices are supported")
     if not np.all(np.isfinite(coo.data)):
         raise ValueError("A contains NaN or infinite entries")
     N1 = layout.padded_shape[1]

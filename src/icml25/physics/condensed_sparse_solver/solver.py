@@ -884,8 +884,26 @@ def solve_grid_system(
     Returns:
         x with the shape of ``b`` (float64 numpy).
     """
-    n0, n1 = grid_shape
-    layout = PatchLayout.for_grid(int(n0), int(n1), w=w)
+    if (
+        not isinstance(grid_shape, tuple | list)
+        or len(grid_shape) != 2
+        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v > 0 for v in grid_shape)
+    ):
+        raise ValueError(f"grid_shape must be two positive integers (n0, n1), got {grid_shape!r}")
+    n0, n1 = (int(v) for v in grid_shape)
+    if sp.issparse(A) and A.shape[0] != n0 * n1:
+        raise ValueError(
+            f"grid_shape {(n0, n1)} has {n0 * n1} nodes but A has {A.shape[0]} rows; "
+            "give the grid the matrix was assembled on"
+        )
+    if sp.issparse(A) and np.iscomplexobj(A.data):
+        raise ValueError(
+            "A is complex; the solver factorises real matrices (solve the real 2x2 block form "
+            "[[Re A, -Im A], [Im A, Re A]] instead)"
+        )
+    if np.iscomplexobj(b):
+        raise ValueError("b is complex; solve its real and imaginary parts as two right-hand-side columns")
+    layout = PatchLayout.for_grid(n0, n1, w=w)
     alpha = alpha_from_scipy(A, layout, dtype=dtype).to(torch.device(device))
     bb = np.asarray(b, dtype=np.float64)
     if bb.ndim not in (1, 2) or bb.shape[0] != n0 * n1:
