@@ -319,3 +319,19 @@ def test_full_preset_runs_one_step() -> None:
         market.enter(Provider(f"p{j}", *pool, estimators=default_estimators(cfg.Cs), seed=j))
     state = market.round(1)
     assert state.shares.shape == (max(cfg.ks),) and state.shares.sum() == pytest.approx(1.0)
+
+
+def test_market_aware_classifier_is_a_scikit_learn_classifier() -> None:
+    from sklearn.base import clone, is_classifier
+
+    from icml25.theory.competitive_classification import MarketAwareClassifier
+
+    model = MarketAwareClassifier(proxy="soft_share", temperature=0.5, steps=5)
+    copy = clone(model)  # raised TypeError before: no get_params
+    assert is_classifier(copy) and copy.get_params()["temperature"] == 0.5 and copy is not model
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    fitted = copy.fit(X, y, np.zeros((60, 1), dtype=bool))
+    assert 0.0 <= fitted.score(X, y) <= 1.0  # ClassifierMixin: accuracy
+    assert not hasattr(clone(fitted), "estimator_")  # a clone carries the settings, not the fit

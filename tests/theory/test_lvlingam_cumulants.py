@@ -542,3 +542,14 @@ def test_config_errors_name_the_field() -> None:
         LvLingamConfig(large_n=0, large_n_settings=())
     with pytest.raises(ValueError, match="large_n_settings"):
         LvLingamConfig(large_n_settings=("nope",))
+
+
+def test_estimators_clone_with_their_settings() -> None:
+    from sklearn.base import clone
+
+    from icml25.theory.lvlingam_cumulants import ProxyCumulantEstimator
+
+    est = ProxyCumulantEstimator(2, proxy_affects_treatment=True, offset="released")
+    copy = clone(est)  # raised TypeError before: no get_params
+    assert copy.get_params() == est.get_params() and copy.n_latent == 2 and copy.offset == "released"
+    assert copy.set_params(alpha=0.5).alpha == 0.5

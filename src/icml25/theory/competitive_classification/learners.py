@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 
 from icml25.core.validate import check_finite_array, check_numeric_array, check_positive
@@ -65,8 +65,11 @@ def check_labels(name: str, y: Any, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-class MarketAwareClassifier:
+class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
     """A classifier trained as a best response to its competitors (the competition-aware learner).
+
+    A scikit-learn classifier (``get_params``, ``clone``, ``score`` as accuracy); ``fit`` takes the
+    competitors' correctness as a third argument, which scikit-learn's generic checks do not pass.
 
     Args:
         base_estimator: a scikit-learn classifier whose ``fit`` accepts ``sample_weight``
@@ -100,7 +103,7 @@ class MarketAwareClassifier:
         self.steps = steps
         self.lr = lr
 
-    def _validate_params(self) -> None:
+    def _check_settings(self) -> None:
         if self.proxy not in PROXIES:
             raise ValueError(f"proxy must be one of {PROXIES}, got {self.proxy!r}")
         if as_rule(self.rule).kind not in ("uniform", "abstain"):
@@ -152,7 +155,7 @@ class MarketAwareClassifier:
             competitors_proba: (n, K - 1) each competitor's probability of the true label
                 (``soft_all`` only).
         """
-        self._validate_params()
+        self._check_settings()
         X = check_features("X", X)
         y = check_labels("y", y, X.shape[0])
         if np.unique(y).size < 2:

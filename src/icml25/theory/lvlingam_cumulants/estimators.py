@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from scipy import optimize
+from sklearn.base import BaseEstimator
 
 from .cumulants import Cumulants, GaussianNoiseError, check_data, gaussianity_pvalues
 
@@ -298,8 +299,11 @@ def _minimization_effect(cum: Cumulants, x0: float, alpha: float) -> float:
     return float(sol.x[0] * scale)
 
 
-class _CumulantEstimator:
-    """Shared input handling: data or cumulants in, Gaussianity check, ``effect_`` out."""
+class _CumulantEstimator(BaseEstimator):
+    """Shared input handling: data or cumulants in, Gaussianity check, ``effect_`` out.
+
+    A scikit-learn ``BaseEstimator``: ``get_params``/``set_params`` and ``clone`` work, so an
+    estimator can sit in a grid search or be copied with its settings and without its fit."""
 
     n_vars: ClassVar[int]
     variables: ClassVar[tuple[str, ...]]
