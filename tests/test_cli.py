@@ -429,3 +429,39 @@ def test_ctrl_c_after_the_result_is_stored_says_so(monkeypatch, tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith("icml25: interrupted; already stored:") and str(tmp_path) in err
     assert len(err.splitlines()) == 1
+
+
+def test_show_config_lists_every_key_with_type_and_scales(capsys) -> None:
+    assert main(["show", "h_tuning", "--config"]) == 0
+    out = capsys.readouterr().out
+    assert "lrs" in out and "tuple[float, ...]" in out and "max_ap_drop" in out
+    assert "tiny" in out and "small" in out and "full" in out
+
+
+def test_config_rows_cover_every_field_of_every_check() -> None:
+    import dataclasses
+
+    from icml25.catalog import PAPERS
+    from icml25.cli import config_rows
+    from icml25.core.config import config_to_dict
+
+    def flat(d: dict, prefix: str = "") -> set[str]:
+        keys = set()
+        for k, v in d.items():
+            keys |= flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k}
+        return keys
+
+    for paper in PAPERS:
+        if not paper.implemented:
+            continue
+        check = paper.load_check()
+        rows = config_rows(check)
+        assert {r[0] for r in rows} == flat(config_to_dict(check.config("small"))), paper.slug
+        assert dataclasses.is_dataclass(check.config("small"))
+
+
+def test_list_shows_the_recorded_verdict_without_local_results(capsys, tmp_path) -> None:
+    assert main(["list", "--json", "--results", str(tmp_path / "none")]) == 0
+    rows = {r["slug"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["h_tuning"]["last_scale"] == "small, recorded"
+    assert rows["h_tuning"]["last_verdict"] == "inconclusive"

@@ -26,6 +26,7 @@ LIST_EPILOG = """examples:
 """
 SHOW_EPILOG = """examples:
   icml25 show rfm_grokking
+  icml25 show rfm_grokking --config             # every config key with its type and each scale's value
 """
 CHECK_EPILOG = """examples:
   icml25 check rfm_grokking                      # small scale, default seeds
@@ -158,8 +159,58 @@ def paper_readme(paper: Paper) -> Path:
     return Path(icml25.__file__).resolve().parent / paper.domain / paper.slug / "README.md"
 
 
+def config_rows(check: Any) -> list[tuple[str, str, dict[str, str]]]:
+    """``(key, type, {scale: value})`` for every (nested, dotted) field of a check's config."""
+    import dataclasses
+    import typing
+
+    from icml25.core.claims import SCALES
+
+    def walk(configs: dict[str, Any], prefix: str) -> list[tuple[str, str, dict[str, str]]]:
+        first = next(iter(configs.values()))
+        hints = typing.get_type_hints(type(first))
+        rows = []
+        for f in dataclasses.fields(first):
+            values = {scale: getattr(c, f.name) for scale, c in configs.items()}
+            if all(dataclasses.is_dataclass(v) for v in values.values()):
+                rows += walk(values, f"{prefix}{f.name}.")
+                continue
+            kind = hints.get(f.name, f.type)
+            plain = isinstance(kind, type) and typing.get_origin(kind) is None
+            kind_name = kind.__name__ if plain else str(kind).replace("typing.", "")
+            rows.append((f"{prefix}{f.name}", str(kind_name), {k: repr(v) for k, v in values.items()}))
+        return rows
+
+    return walk({scale: check.config(scale) for scale in SCALES}, "")
+
+
+def _print_config(paper: Paper) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from icml25.core.claims import SCALES
+
+    table = Table(title=f"{paper.slug}: config keys (override with --set KEY=VALUE)")
+    for col in ("key", "type", *SCALES):
+        table.add_column(col, overflow="fold")
+    for key, kind, values in config_rows(paper.load_check()):
+        differs = len(set(values.values())) > 1
+        cells = [values[scale] for scale in SCALES]
+        table.add_row(
+            _rich_safe(key),
+            _rich_safe(kind),
+            *(f"[bold]{c}[/]" if differs else c for c in map(_rich_safe, cells)),
+        )
+    Console(width=max(140, Console().width)).print(table)
+    return EXIT_OK
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     paper = get_paper(args.slug)
+    if getattr(args, "config", False):
+        if not paper.implemented:
+            raise CliError(f"{paper.slug} is planned: it has no check and no config yet")
+        return _print_config(paper)
     readme = paper_readme(paper)
     out = [
         f"{paper.slug}: {paper.title}",
@@ -524,6 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("slug")
     p.add_argument("--results", metavar="DIR", help="results directory (default: results/)")
+    p.add_argument(
+        "--config", action="store_true", help="list every config key, its type and its value at each scale"
+    )
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
