@@ -465,3 +465,22 @@ def test_list_shows_the_recorded_verdict_without_local_results(capsys, tmp_path)
     rows = {r["slug"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["h_tuning"]["last_scale"] == "small, recorded"
     assert rows["h_tuning"]["last_verdict"] == "inconclusive"
+
+
+def test_check_json_carries_config_and_overrides(tmp_path) -> None:
+    proc = icml25(
+        "check",
+        "multi_reward_policy_eval",
+        "--scale",
+        "tiny",
+        "--set",
+        "horizon=4000",
+        "--json",
+        "--quiet",
+        "--out",
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr  # a tiny run whose smoke criteria hold exits 0 (README)
+    row = json.loads(proc.stdout)[0]
+    assert row["overrides"] == {"horizon": 4000} and row["config"]["horizon"] == 4000
+    assert {"role", "outcome", "interval", "smallest_effect"} <= set(row["criteria"][0])

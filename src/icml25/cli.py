@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -276,9 +276,17 @@ def _selected_papers(args: argparse.Namespace) -> list[Paper]:
     return list(dict.fromkeys(papers))
 
 
-def _result_row(result: Any) -> dict[str, Any]:
+def _jsonable(obj: Any) -> Any:
+    from icml25.core.claims import to_jsonable
+
+    return to_jsonable(obj)
+
+
+def _result_row(result: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     data = result.to_json()
     return {
+        "config": data["config"],
+        "overrides": _jsonable(dict(overrides or {})),
         "slug": data["slug"],
         "scale": data["scale"],
         "verdict": data["verdict"],
@@ -413,7 +421,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, results: list[Any], *, main: bool) -> int:
     if main and args.json:
-        json.dump([_result_row(r) for r in results], sys.stdout, indent=2, allow_nan=False)
+        from icml25.core.config import parse_overrides
+
+        overrides = parse_overrides(args.set or []) if getattr(args, "set", None) else {}
+        json.dump([_result_row(r, overrides) for r in results], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     elif main and len(results) > 1:
         for r in results:
