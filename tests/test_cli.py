@@ -242,10 +242,13 @@ def test_show_prints_the_criteria_judged_for_the_small_preset(monkeypatch, capsy
     assert f"probe_p{small_p}" in out and "as judged for the small preset" in out
 
 
-def test_checks_in_parallel_processes_share_one_store(tmp_path, capsys) -> None:
+def test_checks_in_parallel_processes_share_one_store(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("ICML25_HEARTBEAT_S", "0.5")  # a heartbeat line every half second
     slugs = ["lexicographic_morl", "multi_reward_policy_eval"]  # the two quickest tiny checks
     code = main(["check", *slugs, "--scale", "tiny", "--jobs", "2", "--json", "--out", str(tmp_path)])
-    rows = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert "/2 done, " in captured.err and "elapsed" in captured.err  # live progress while they run
+    rows = json.loads(captured.out)
     assert [r["slug"] for r in rows] == slugs and code in (0, 1)
     for slug in slugs:
         assert len(list((tmp_path / slug / "tiny").iterdir())) == 1

@@ -472,7 +472,16 @@ def _run_elsewhere(args: argparse.Namespace, slugs: list[str], overrides: Any, s
     if args.executor == "submitit":
         folder = Path(args.submitit_folder or store.root / ".submitit")
         return run_with_submitit(jobs, folder, cluster=args.submitit_cluster, on_done=done)
-    by_slug = dict(zip(order, run_in_processes(jobs, workers, on_done=done), strict=True))
+
+    def tick(progress: Any) -> None:  # a heartbeat line, so a long run never looks stalled
+        if not args.quiet:
+            print(progress.line(), file=sys.stderr, flush=True)
+
+    tick_s = float(os.environ.get("ICML25_HEARTBEAT_S", "30"))
+    results = run_in_processes(
+        jobs, workers, on_done=done, on_tick=tick, tick_s=tick_s, expected_s=[last_wall.get(s) for s in order]
+    )
+    by_slug = dict(zip(order, results, strict=True))
     return [by_slug[s] for s in slugs]  # the order asked for
 
 

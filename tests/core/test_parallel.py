@@ -35,3 +35,15 @@ def test_threads_are_shared_out_and_never_zero() -> None:
     assert threads_per_job(1, cpus=16) == 16
     with pytest.raises(ValueError, match="jobs"):
         threads_per_job(0)
+
+
+def test_estimate_remaining_shares_the_work_and_respects_the_longest_job() -> None:
+    from icml25.core.parallel import PoolProgress, estimate_remaining
+
+    # 3 jobs of 100, 40, 40 s on 2 workers; job 0 has run 30 s, job 2 is done
+    left = estimate_remaining([100.0, 40.0, 40.0], {0: 0.0}, {2}, now=30.0, workers=2)
+    assert left == 70.0  # max((70 + 40) / 2, 70)
+    assert estimate_remaining([100.0, None], {}, set(), now=0.0, workers=2) is None
+    assert estimate_remaining([5.0], {0: 0.0}, {0}, now=9.0, workers=1) == 0.0
+    line = PoolProgress(("a", "b"), 1, 3, 65.0, 3600.0).line()
+    assert line == "[1/3 done, 0:01:05 elapsed, ~1:00:00 left] running: a, b"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -23,6 +23,8 @@ from icml25.core.claims import CheckResult
 
 __all__ = [
     "CheckJob",
+    "PoolProgress",
+    "estimate_remaining",
     "longest_first",
     "run_check_job",
     "run_in_processes",
@@ -75,20 +77,90 @@ def run_check_job(job: CheckJob) -> dict[str, Any]:
     return result.to_json()
 
 
+@dataclass(frozen=True)
+class PoolProgress:
+    """Where a pool of checks stands: sent to ``on_tick`` every few seconds while it runs."""
+
+    running: tuple[str, ...]
+    done: int
+    total: int
+    elapsed_s: float
+    remaining_s: float | None  # from the expected times; None when some job has none
+
+    def line(self) -> str:
+        eta = "?" if self.remaining_s is None else f"~{_clock(self.remaining_s)} left"
+        running = ", ".join(self.running) or "-"
+        return f"[{self.done}/{self.total} done, {_clock(self.elapsed_s)} elapsed, {eta}] running: {running}"
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def estimate_remaining(
+    expected_s: Sequence[float | None],
+    started_at: Mapping[int, float],
+    done: set[int],
+    now: float,
+    workers: int,
+) -> float | None:
+    """Seconds until a pool of ``workers`` finishes: the expected time left of every unfinished job
+    (a running one's expectation less what it has run, at least 0), shared among the workers, and at
+    least the longest single job's time left."""
+    left = []
+    for i, expected in enumerate(expected_s):
+        if i in done:
+            continue
+        if expected is None:
+            return None
+        ran = now - started_at[i] if i in started_at else 0.0
+        left.append(max(expected - ran, 0.0))
+    if not left:
+        return 0.0
+    return max(sum(left) / max(workers, 1), max(left))
+
+
 def run_in_processes(
-    jobs: Sequence[CheckJob], workers: int, on_done: Callable[[CheckResult], None] | None = None
+    jobs: Sequence[CheckJob],
+    workers: int,
+    on_done: Callable[[CheckResult], None] | None = None,
+    *,
+    on_tick: Callable[[PoolProgress], None] | None = None,
+    tick_s: float = 15.0,
+    expected_s: Sequence[float | None] | None = None,
 ) -> list[CheckResult]:
-    """Run ``jobs`` in a pool of ``workers`` fresh (spawned) processes; results in the jobs' order."""
+    """Run ``jobs`` in a pool of ``workers`` fresh (spawned) processes; results in the jobs' order.
+
+    ``on_tick`` receives a :class:`PoolProgress` every ``tick_s`` seconds (which checks run, how many
+    are done, elapsed time, and an estimate from ``expected_s``, each job's expected seconds).
+    """
+    import time
+
     results: dict[int, CheckResult] = {}
+    expected = list(expected_s) if expected_s is not None else [None] * len(jobs)
+    start = time.monotonic()
+    started_at: dict[int, float] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures: dict[Future[dict[str, Any]], int] = {
             pool.submit(run_check_job, job): i for i, job in enumerate(jobs)
         }
-        for future in as_completed(futures):
-            result = CheckResult.from_json(future.result())
-            results[futures[future]] = result
-            if on_done is not None:
-                on_done(result)
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=tick_s, return_when=FIRST_COMPLETED)
+            now = time.monotonic()
+            for future in finished:
+                result = CheckResult.from_json(future.result())
+                results[futures[future]] = result
+                if on_done is not None:
+                    on_done(result)
+            for future in pending:
+                if future.running() and futures[future] not in started_at:
+                    started_at[futures[future]] = now
+            if on_tick is not None and pending:
+                running = tuple(jobs[futures[f]].slug for f in pending if f.running())
+                remaining = estimate_remaining(expected, started_at, set(results), now, workers)
+                on_tick(PoolProgress(running, len(results), len(jobs), now - start, remaining))
     return [results[i] for i in range(len(jobs))]
 
 
