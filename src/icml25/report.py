@@ -37,6 +37,7 @@ from icml25.catalog import PAPERS
 from icml25.core.claims import SCALES, CheckResult, CriterionResult, VerdictKind
 from icml25.core.results import ResultStore, StoredResult, atomic_write_text
 from icml25.core.runtime import environment
+from icml25.core.samples import SAMPLES_FILE
 
 __all__ = [
     "ReportOutput",
@@ -416,6 +417,9 @@ def _paper_section(doc: _Doc, slug: str, runs: list[StoredResult], titles: dict[
             doc.add(Figure(src, f"{slug}_{r.scale}_{fig.file}", fig.caption))
     for note in r.notes:
         doc.add(Para(f"Note: {note}", "small"))
+    samples = main.run_dir / SAMPLES_FILE
+    if _safe_figure(samples):  # a regular file inside the run folder, like a figure
+        doc.add(Para(f"Every model request and reply of this run (one JSON line each): {samples}", "small"))
     if r.scale != "full":
         doc.add(
             Para(

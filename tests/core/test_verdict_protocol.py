@@ -323,3 +323,29 @@ class TestItemsOnPlainCheck:
         result = Plain().run("small", seeds=[0, 1])
         assert result.metrics["ours"]["acc"].mean == pytest.approx(0.9, abs=0.05)
         assert result.verdict.kind is VerdictKind.REPRODUCED
+
+
+def test_model_requests_are_logged_beside_the_result(tmp_path) -> None:
+    from icml25.core.samples import SAMPLES_FILE
+    from icml25.llm.cache import CachedChatModel
+    from icml25.llm.chat import ScriptedChatModel
+
+    class Asks(ClaimCheck[_Cfg]):
+        slug = "asks"
+        claim = _claim()
+        presets = {"tiny": _Cfg(), "small": _Cfg(), "full": _Cfg()}
+
+        def run_seed(self, config, seed, ctx):
+            backend = ScriptedChatModel(lambda messages, cfg, i: f"answer {seed}")
+            model = CachedChatModel(backend, tmp_path / f"cache{seed}.sqlite")  # logged once, not twice
+            reply = model.chat([{"role": "user", "content": "2+2?"}])[0]
+            return SeedOutcome(metrics={"ours": {"acc": float(reply == f"answer {seed}")}})
+
+    store = ResultStore(tmp_path / "results")
+    result = Asks().run("tiny", seeds=[0, 1], store=store)
+    run_dir = store.latest("asks", "tiny")
+    assert run_dir is not None
+    lines = [json.loads(x) for x in (run_dir.run_dir / SAMPLES_FILE).read_text().splitlines()]
+    assert [(x["seed"], x["replies"]) for x in lines] == [(0, ["answer 0"]), (1, ["answer 1"])]
+    assert lines[0]["messages"] == [{"role": "user", "content": "2+2?"}] and lines[0]["model"] == "scripted"
+    assert any(SAMPLES_FILE in n for n in result.notes)

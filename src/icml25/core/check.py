@@ -46,6 +46,7 @@ from icml25.core.config import ConfigError, apply_overrides, config_to_dict
 from icml25.core.progress import NullReporter, Reporter
 from icml25.core.results import ResultStore
 from icml25.core.runtime import environment, seed_everything, set_threads, utc_now
+from icml25.core.samples import SAMPLES_FILE, collect_samples
 
 MAX_SEEDS = 1000  # more seeds than this in one run is a typo, not an experiment
 
@@ -252,11 +253,14 @@ class ClaimCheck(Generic[C]):
         outcomes: list[SeedOutcome] = []
         missing: str | None = None
         notes: list[str] = []
+        n_samples = 0
         for index, seed in enumerate(seeds):
             ctx.start_seed(index, len(seeds), seed)
             seed_everything(seed)
             try:
-                outcome = self.run_seed(config, seed, ctx)
+                with collect_samples() as samples:
+                    outcome = self.run_seed(config, seed, ctx)
+                n_samples += _append_samples(ctx.run_dir, seed, samples)
             except NeedsResource as need:
                 missing = need.resource
                 notes.append(str(need))
@@ -309,6 +313,8 @@ class ClaimCheck(Generic[C]):
                 notes.append(f"{FIGURE_FAILURE_NOTE}: {type(exc).__name__}: {exc}")
         if outcomes:
             notes.extend(_unmeasured_notes(applicable, metrics))
+        if n_samples:
+            notes.append(f"{SAMPLES_FILE}: {n_samples} model requests and replies, beside result.json")
         verdict = compute_verdict(
             criteria,
             n_seeds=len(outcomes),
@@ -333,6 +339,18 @@ class ClaimCheck(Generic[C]):
             notes=tuple(dict.fromkeys(notes)),
             run_id=run_id,
         )
+
+
+def _append_samples(run_dir: Path, seed: int, samples: Sequence[Mapping[str, Any]]) -> int:
+    """Append one seed's logged samples to the run folder's samples file; returns how many."""
+    if not samples:
+        return 0
+    import json
+
+    with open(run_dir / SAMPLES_FILE, "a", encoding="utf-8") as fh:
+        for sample in samples:
+            fh.write(json.dumps(to_jsonable({"seed": seed, **sample}), allow_nan=False) + "\n")
+    return len(samples)
 
 
 def _collect_items(outcomes: Sequence[SeedOutcome]) -> dict[str, dict[str, list[np.ndarray]]]:

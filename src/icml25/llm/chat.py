@@ -10,9 +10,13 @@ function: it is the test double for code that drives a model (agent roles, pipel
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from icml25.core.samples import log_sample
 from icml25.core.validate import check_fields, check_in_range
 
 __all__ = [
@@ -83,14 +87,53 @@ def apply_stop(text: str, stop: Sequence[str]) -> str:
     return text[:cut]
 
 
+_DEPTH: ContextVar[int] = ContextVar("icml25_chat_depth", default=0)
+
+
+def _recorded(generate: Callable[..., list[list[str]]]) -> Callable[..., list[list[str]]]:
+    @functools.wraps(generate)
+    def wrapper(
+        self: ChatModel, conversations: Sequence[Conversation], config: GenerationConfig
+    ) -> list[list[str]]:
+        depth = _DEPTH.get()
+        token = _DEPTH.set(depth + 1)
+        try:
+            replies = generate(self, conversations, config)
+        finally:
+            _DEPTH.reset(token)
+        if depth == 0:
+            settings = asdict(config)
+            for conversation, answer in zip(conversations, replies, strict=False):
+                log_sample(
+                    {
+                        "model": self.name,
+                        "messages": [dict(m) for m in conversation],
+                        "config": settings,
+                        "replies": list(answer),
+                    }
+                )
+        return replies
+
+    return wrapper
+
+
 class ChatModel(abc.ABC):
     """Conversations in, ``n`` completions per conversation out.
 
     Subclasses set :attr:`name` (it identifies backend and model, e.g. in cache keys) and implement
-    :meth:`generate`.
+    :meth:`generate`. Every subclass's ``generate`` is wrapped so that each conversation and its
+    replies are logged (:func:`icml25.core.samples.log_sample`; a model wrapping another, such as
+    the response cache, is logged once, at the outermost call).
     """
 
     name: str = "chat-model"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "generate" in cls.__dict__ and not getattr(
+            cls.__dict__["generate"], "__isabstractmethod__", False
+        ):
+            cls.generate = _recorded(cls.__dict__["generate"])  # type: ignore[method-assign]
 
     @abc.abstractmethod
     def generate(self, conversations: Sequence[Conversation], config: GenerationConfig) -> list[list[str]]:
