@@ -43,6 +43,7 @@ CHECKED = [p for p in PAPERS if p.status == "checked"]
 SECTIONS = (
     "## Paper",
     "## Method",
+    "## Use it",
     "## What is implemented",
     "## What is not implemented",
     "## How the check differs from the paper",
