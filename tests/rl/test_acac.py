@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 import pytest
@@ -330,11 +329,9 @@ def test_input_validation() -> None:
         ACACConfig(total_steps=0)
 
 
-def test_tiny_check_runs_fast_and_is_deterministic() -> None:
-    start = time.perf_counter()
+def test_tiny_check_is_deterministic() -> None:
+    # no wall-clock bound here: times go in benchmarks, a loaded machine must not fail a unit test
     a = CHECK.run("tiny")
-    elapsed = time.perf_counter() - start
-    assert elapsed < 20
     assert a.verdict.kind.value == "inconclusive"
     assert all(c.passed for c in a.criteria), a.criteria
     b = CHECK.run("tiny")
