@@ -349,3 +349,9 @@ def test_model_requests_are_logged_beside_the_result(tmp_path) -> None:
     assert [(x["seed"], x["replies"]) for x in lines] == [(0, ["answer 0"]), (1, ["answer 1"])]
     assert lines[0]["messages"] == [{"role": "user", "content": "2+2?"}] and lines[0]["model"] == "scripted"
     assert any(SAMPLES_FILE in n for n in result.notes)
+
+
+def test_unpaired_measurements_are_not_evaluable_not_a_crash() -> None:
+    m = _summaries(ours={"acc": [0.8, 0.82, 0.81]}, base={"acc": [0.7, 0.71]})  # a seed missing
+    r = evaluate_criterion(_paired(), m)
+    assert r.passed is None and r.outcome == "n/a" and "cannot pair" in r.reason

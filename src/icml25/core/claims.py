@@ -521,15 +521,20 @@ def evaluate_criterion(
     a_items = (items or {}).get(criterion.arm, {}).get(criterion.metric)
     b_items = (items or {}).get(criterion.other_arm, {}).get(criterion.rhs_metric)
     statistic = (statistics or {}).get(criterion.metric)
-    interval: Interval | None = paired_interval(
-        a_items,
-        b_items,
-        metrics[criterion.arm][criterion.metric].values,
-        metrics[criterion.other_arm][criterion.rhs_metric].values,
-        statistic=statistic,
-        factor=criterion.factor,
-        resamples=resamples,
-    )
+    try:
+        interval: Interval | None = paired_interval(
+            a_items,
+            b_items,
+            metrics[criterion.arm][criterion.metric].values,
+            metrics[criterion.other_arm][criterion.rhs_metric].values,
+            statistic=statistic,
+            factor=criterion.factor,
+            resamples=resamples,
+        )
+    except ValueError as err:  # the two arms' measurements do not pair up (seeds or items differ)
+        return CriterionResult(
+            **base, value=value, threshold=threshold, passed=None, reason=f"cannot pair the arms: {err}"
+        )
     outcome = judge(interval, criterion.op, criterion.smallest_effect, criterion.comparison)
     resolve = (
         resolving_factor(interval, criterion.op, criterion.smallest_effect, criterion.comparison)
