@@ -268,7 +268,8 @@ def test_parallel_pool_takes_the_longest_recorded_check_first(tmp_path, monkeypa
 
     submitted: list[str] = []
 
-    def fake_pool(jobs, workers, on_done=None):
+    def fake_pool(jobs, workers, on_done=None, **progress):  # on_tick, tick_s, expected_s
+        assert progress["expected_s"] == [500.0, 10.0]  # the estimate uses the recorded times
         submitted.extend(job.slug for job in jobs)
         return [types.SimpleNamespace(slug=job.slug, scale="tiny", verdict="reproduced") for job in jobs]
 
