@@ -110,14 +110,10 @@ def measure_throughput(
     """Greedy decoding of ``batch`` chat prompts at once, exactly ``new_tokens`` new tokens each."""
     import torch
 
-    prompts = _chat_prompts(tokenizer, batch)
-    old_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    try:
-        enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    finally:
-        tokenizer.padding_side = old_side
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    from icml25.llm.local import left_padded, pad_token_id
+
+    enc = left_padded(tokenizer, _chat_prompts(tokenizer, batch))
+    pad = pad_token_id(tokenizer)
     kwargs = dict(
         max_new_tokens=new_tokens,
         min_new_tokens=new_tokens,

@@ -16,7 +16,23 @@ import torch
 
 from icml25.llm.chat import ChatModel, Conversation, GenerationConfig, apply_stop, validate_conversation
 
-__all__ = ["LocalChatModel"]
+__all__ = ["LocalChatModel", "left_padded", "pad_token_id"]
+
+
+def left_padded(tokenizer: Any, prompts: list[str]) -> dict[str, Any]:
+    """``prompts`` tokenised into one left-padded batch (the new tokens then line up at the right),
+    leaving the tokenizer's own padding side as it was."""
+    old_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        return dict(tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False))
+    finally:
+        tokenizer.padding_side = old_side
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The tokenizer's padding id, else its end-of-sequence id."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
 class LocalChatModel(ChatModel):
@@ -50,18 +66,13 @@ class LocalChatModel(ChatModel):
     @torch.no_grad()
     def _generate_batch(self, prompts: list[str], config: GenerationConfig, n: int) -> list[list[str]]:
         tok = self.tokenizer
-        old_side = tok.padding_side
-        tok.padding_side = "left"
-        try:
-            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        finally:
-            tok.padding_side = old_side
+        enc = left_padded(tok, prompts)
         sample = config.temperature > 0
         kwargs: dict[str, Any] = {
             "max_new_tokens": config.max_tokens,
             "do_sample": sample,
             "num_return_sequences": n,
-            "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            "pad_token_id": pad_token_id(tok),
         }
         if config.stop:  # halt each sequence at its stop string instead of running to max_tokens
             kwargs.update(stop_strings=list(config.stop), tokenizer=tok)
