@@ -603,3 +603,49 @@ def test_tiny_run_reuses_the_sweep_for_the_sweep_seed_and_records_the_choice() -
     assert result.metrics["tarflow_l8"]["param_gap"].mean <= 0.1
     assert result.metrics["coupling"]["param_gap_l8"].mean <= 0.1
     assert "val_gain_last_quarter" in result.metrics["tarflow_l8"]
+
+
+def test_save_pretrained_round_trip_in_the_diffusers_layout(tmp_path) -> None:
+    import json
+
+    from safetensors.torch import load_file
+
+    model = _tarflow()
+    _randomize(model)
+    folder = model.save_pretrained(tmp_path / "flow")
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "diffusion_pytorch_model.safetensors"]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["_class_name"] == "TarFlow" and config["channels"] == model.config.channels
+    plain = load_file(str(folder / "diffusion_pytorch_model.safetensors"))  # readable without icml25
+    assert plain.keys() == model.state_dict().keys()
+    again = TarFlow.from_pretrained(folder)
+    assert again.config == model.config and not again.training
+    x = _x(model)
+    torch.testing.assert_close(again.nll(x), model.eval().nll(x))
+    a = again.sample(2, temperature=0.5, generator=torch.Generator().manual_seed(0))
+    b = model.sample(2, temperature=0.5, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(a, b, equal_nan=True)
+    assert next(again.parameters()).dtype == torch.float64  # the saved dtype by default
+    single = TarFlow.from_pretrained(folder, torch_dtype=torch.float32)
+    assert next(single.parameters()).dtype == torch.float32
+
+
+def test_from_pretrained_names_what_is_wrong(tmp_path) -> None:
+    import json
+
+    with pytest.raises(FileNotFoundError, match="pretrained_model_name_or_path.*nothing is downloaded"):
+        TarFlow.from_pretrained(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        TarFlow.from_pretrained(tmp_path / "empty")
+    folder = _tarflow().save_pretrained(tmp_path / "flow")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "_class_name": "UNet2DModel"}))
+    with pytest.raises(ValueError, match="holds a UNet2DModel, not a TarFlow"):
+        TarFlow.from_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps({**config, "depth": 3}))
+    with pytest.raises(ValueError, match=r"\['depth'\] are not fields of TarFlowConfig"):
+        TarFlow.from_pretrained(folder)
+    with pytest.raises(ValueError, match="torch_dtype"):
+        (folder / "config.json").write_text(json.dumps(config))
+        TarFlow.from_pretrained(folder, torch_dtype=torch.int64)

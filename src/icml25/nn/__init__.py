@@ -21,7 +21,7 @@
 
 from icml25.nn.attention import KVCache, MultiheadAttention, scaled_dot_product_attention
 from icml25.nn.blocks import MLP, GatedMLP, RMSNorm, TransformerBlock, modulate
-from icml25.nn.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from icml25.nn.checkpoint import Checkpoint, PretrainedMixin, load_checkpoint, save_checkpoint
 from icml25.nn.diffusion import (
     EMA,
     NoiseSchedule,
@@ -80,6 +80,7 @@ __all__ = [
     "TransformerBlock",
     "modulate",
     "Checkpoint",
+    "PretrainedMixin",
     "load_checkpoint",
     "save_checkpoint",
     "get_accelerator",

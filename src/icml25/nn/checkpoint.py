@@ -5,6 +5,10 @@ file from elsewhere cannot run code. The config (a dataclass or a dict, stored a
 metadata go into the safetensors header. Tied (shared) tensors are stored once and re-tied on load.
 Writes go to a temporary file in the target folder that is then renamed over the target, so an
 interrupted save never leaves a half-written checkpoint.
+
+:class:`PretrainedMixin` gives a model the Hugging Face folder convention on top of this:
+``save_pretrained(folder)`` writes ``config.json`` and one safetensors weights file,
+``from_pretrained(folder)`` rebuilds the model from them, as transformers and diffusers models do.
 """
 
 from __future__ import annotations
@@ -16,14 +20,14 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import Tensor, nn
 
 from icml25.core.claims import to_jsonable
 
-__all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint"]
+__all__ = ["Checkpoint", "PretrainedMixin", "save_checkpoint", "load_checkpoint"]
 
 _CONFIG_KEY = "icml25.config"
 _CLASS_KEY = "icml25.class"
@@ -120,3 +124,99 @@ def load_checkpoint(
     if module is not None:
         module.load_state_dict(state, strict=strict)
     return Checkpoint(state_dict=state, config=config, module_class=module_class, metadata=meta)
+
+
+CONFIG_NAME = "config.json"
+_M = TypeVar("_M", bound="PretrainedMixin")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class PretrainedMixin:
+    """``save_pretrained`` / ``from_pretrained`` in the Hugging Face folder layout, for an ``nn.Module``
+    built as ``cls(config)`` from a dataclass config.
+
+    A subclass sets ``config_class`` (the dataclass) and ``weights_name`` (``"model.safetensors"`` as
+    transformers names it, ``"diffusion_pytorch_model.safetensors"`` for a diffusers-style model). The
+    folder holds ``config.json`` (the config's fields plus ``_class_name``, as diffusers writes it) and
+    the weights as plain safetensors (:func:`save_checkpoint`, so the file also loads with
+    ``safetensors.torch.load_file``). Nothing is downloaded: ``from_pretrained`` reads a local folder.
+    """
+
+    config_class: ClassVar[type]
+    weights_name: ClassVar[str] = "model.safetensors"
+    config: Any
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str]) -> Path:
+        """Write ``config.json`` and the weights into ``save_directory`` (created); return the folder."""
+        if not isinstance(self, nn.Module):
+            raise TypeError(f"{type(self).__name__}: PretrainedMixin needs an nn.Module")
+        folder = Path(save_directory)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"save_directory: {folder} exists and is not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(folder / self.weights_name, self, config=self.config)
+        fields = _config_dict(self.config) or {}
+        config = {"_class_name": type(self).__name__, **fields}
+        _write_text_atomic(folder / CONFIG_NAME, json.dumps(config, indent=2, sort_keys=True) + "\n")
+        return folder
+
+    @classmethod
+    def from_pretrained(
+        cls: type[_M],
+        pretrained_model_name_or_path: str | os.PathLike[str],
+        *,
+        torch_dtype: torch.dtype | None = None,
+        device: str | torch.device = "cpu",
+    ) -> _M:
+        """Rebuild a model that :meth:`save_pretrained` wrote, on ``device`` and in eval mode.
+
+        ``torch_dtype`` casts the floating-point weights (default: the dtype they were saved in).
+        """
+        folder = Path(pretrained_model_name_or_path)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"pretrained_model_name_or_path: no folder at {folder} (models load from a local folder "
+                "written by save_pretrained; nothing is downloaded)"
+            )
+        config_path, weights_path = folder / CONFIG_NAME, folder / cls.weights_name
+        for needed in (config_path, weights_path):
+            if not needed.is_file():
+                raise FileNotFoundError(
+                    f"pretrained_model_name_or_path: {folder} has no {needed.name}; was it written by "
+                    f"{cls.__name__}.save_pretrained?"
+                )
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
+        saved_class = raw.pop("_class_name", cls.__name__)
+        if saved_class != cls.__name__:
+            raise ValueError(
+                f"pretrained_model_name_or_path: {folder} holds a {saved_class}, not a {cls.__name__}"
+            )
+        fields = {k: v for k, v in raw.items() if not k.startswith("_")}
+        known = {f.name for f in dataclasses.fields(cls.config_class)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"{config_path}: keys {unknown} are not fields of {cls.config_class.__name__}")
+        model = cls(cls.config_class(**fields))  # type: ignore[call-arg]
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"{cls.__name__}: PretrainedMixin needs an nn.Module")
+        ckpt = load_checkpoint(weights_path)
+        dtype = torch_dtype
+        if dtype is None:
+            saved = {t.dtype for t in ckpt.state_dict.values() if t.is_floating_point()}
+            dtype = saved.pop() if len(saved) == 1 else None
+        if dtype is not None:
+            if not dtype.is_floating_point:
+                raise ValueError(f"torch_dtype must be a floating-point dtype, got {dtype}")
+            model = model.to(dtype)
+        model.load_state_dict(ckpt.state_dict)
+        return model.to(torch.device(device)).eval()

@@ -52,7 +52,7 @@ from torch import Tensor, nn
 from icml25.core.validate import check_fields
 from icml25.nn.attention import KVCache
 from icml25.nn.blocks import TransformerBlock
-from icml25.nn.checkpoint import load_checkpoint, save_checkpoint
+from icml25.nn.checkpoint import PretrainedMixin, load_checkpoint, save_checkpoint
 from icml25.nn.embeddings import patchify, unpatchify
 
 __all__ = [
@@ -291,8 +291,12 @@ class MetaBlock(nn.Module):
 # ------------------------------------------------------------------------------------------------
 
 
-class TarFlow(nn.Module):
+class TarFlow(nn.Module, PretrainedMixin):
     """Transformer autoregressive flow (Algorithm: forward = teacher-forced pass, inverse = sampling).
+
+    ``save_pretrained(folder)`` / ``TarFlow.from_pretrained(folder)`` use the diffusers folder layout
+    (``config.json`` + ``diffusion_pytorch_model.safetensors``); ``save`` / ``load`` keep everything
+    in one safetensors file. Sampling takes a ``torch.Generator`` for reproducible draws.
 
     Usage::
 
@@ -302,6 +306,9 @@ class TarFlow(nn.Module):
         nll = model.nll(x)                   # (B,) nats
         xs = model.sample(16, generator=torch.Generator().manual_seed(0))
     """
+
+    config_class = TarFlowConfig
+    weights_name = "diffusion_pytorch_model.safetensors"
 
     def __init__(self, config: TarFlowConfig) -> None:
         super().__init__()
