@@ -12,7 +12,9 @@ Implements: the market model with documented choice rules (``market``: uniform, 
 loyal), market share, user welfare and concentration, the closed-form best-response weights (our
 derivation for the uniform and abstain rules), the competition-aware learner with three proxy losses
 (``learners``), sequential entry and iterated best response with update timing, equilibrium and cycle
-detection (``dynamics``), and the rings and noisy scikit-learn user populations (``data``). The
+detection (``dynamics``), the exact best half-plane response on given users (``best_linear_response``,
+a positive control), and the rings, moons, circles, XOR and noisy scikit-learn user populations
+(``data``). The
 paper's exact choice rule, proxy loss, theorems and datasets could not be read: ours are
 reconstructions named as such.
 
@@ -26,12 +28,13 @@ Usage::
     history.final.shares, history.final.welfare, history.rounds
 """
 
-from .data import DATASETS, MarketData, flip_labels, make_rings, market_data
+from .data import DATASETS, REAL, SYNTHETIC, MarketData, flip_labels, make_rings, make_synthetic, market_data
 from .dynamics import AccuracyMarket, MarketHistory, MarketState, Provider, default_estimators
 from .learners import PROXIES, MarketAwareClassifier
 from .market import (
     RULES,
     ChoiceRule,
+    best_linear_response,
     best_response_weights,
     finite_best_response,
     hhi,
@@ -43,7 +46,9 @@ from .market import (
 __all__ = [
     "DATASETS",
     "PROXIES",
+    "REAL",
     "RULES",
+    "SYNTHETIC",
     "AccuracyMarket",
     "ChoiceRule",
     "MarketAwareClassifier",
@@ -51,12 +56,14 @@ __all__ = [
     "MarketHistory",
     "MarketState",
     "Provider",
+    "best_linear_response",
     "best_response_weights",
     "default_estimators",
     "finite_best_response",
     "flip_labels",
     "hhi",
     "make_rings",
+    "make_synthetic",
     "market_data",
     "market_shares",
     "share_offset",

@@ -6,8 +6,16 @@ real datasets"; the paper's own datasets could not be read, so these are our sta
 
     make_rings      8 Gaussian clusters on a circle with alternating labels and label noise: no linear
                     classifier is right everywhere, so providers can specialise on different clusters
-    market_data     provider pools, a public (unlabelled) query set and evaluation users from
-                    ``rings`` or scikit-learn's bundled breast_cancer, digits (even vs odd) and wine
+    make_synthetic  rings, two moons, two concentric circles or XOR clusters (2-D, binary, label
+                    noise): populations on which a linear model's errors depend on the features, so a
+                    best response has users it can win
+    market_data     provider pools, a public (unlabelled) query set and evaluation users from a
+                    synthetic population or scikit-learn's bundled breast_cancer, digits (even vs odd)
+                    and wine
+
+On the noisy real datasets the users that no linear incumbent serves are mostly the injected label
+flips, which no classifier can target; there a best response has little to gain (the check reports
+them as a robustness cell, and judges the claim on the synthetic populations).
 """
 
 from __future__ import annotations
@@ -18,9 +26,22 @@ import numpy as np
 
 from icml25.core.validate import check_in_range, check_positive
 
-__all__ = ["DATASETS", "MarketData", "make_rings", "flip_labels", "market_data"]
+__all__ = [
+    "DATASETS",
+    "SYNTHETIC",
+    "REAL",
+    "MarketData",
+    "make_rings",
+    "make_synthetic",
+    "flip_labels",
+    "market_data",
+]
 
-DATASETS: tuple[str, ...] = ("rings", "breast_cancer", "digits_parity", "wine")
+#: 2-D binary populations with room for a best response (a linear model's errors depend on x)
+SYNTHETIC: tuple[str, ...] = ("rings", "moons", "circles", "xor")
+#: noisy scikit-learn datasets (their unserved users are mostly injected label flips)
+REAL: tuple[str, ...] = ("breast_cancer", "digits_parity", "wine")
+DATASETS: tuple[str, ...] = SYNTHETIC + REAL
 
 
 def make_rings(
@@ -49,6 +70,45 @@ def make_rings(
     centres = radius * np.stack([np.cos(angle), np.sin(angle)], axis=1)
     X = centres + sigma * rng.standard_normal((n, 2))
     y = (k % 2).astype(np.int64)
+    return X, flip_labels(y, noise, rng)
+
+
+def make_synthetic(
+    name: str, n: int, noise: float = 0.1, seed: int | np.random.Generator = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` users of the 2-D binary population ``name`` with a fraction ``noise`` of labels flipped.
+
+    ``rings``: :func:`make_rings`. ``moons``: two interleaving half circles (radius 1, Gaussian jitter
+    0.2). ``circles``: two concentric circles (radii 1 and 0.5, jitter 0.1). ``xor``: four Gaussian
+    clusters (sd 0.4) at (+-1, +-1), label 1 where the coordinates' signs differ.
+
+    Returns:
+        X (n, 2) float64 and y (n,) int64.
+    """
+    if name not in SYNTHETIC:
+        raise ValueError(f"name must be one of {SYNTHETIC}, got {name!r}")
+    check_positive("n", n, integer=True)
+    check_in_range("noise", noise, 0.0, 0.5)
+    rng = np.random.default_rng(seed)
+    if name == "rings":
+        return make_rings(n, noise=noise, seed=rng)
+    y = rng.integers(0, 2, size=n).astype(np.int64)
+    if name == "moons":
+        t = np.pi * rng.random(n)
+        X = np.where(
+            (y == 0)[:, None],
+            np.stack([np.cos(t), np.sin(t)], axis=1),
+            np.stack([1.0 - np.cos(t), 0.5 - np.sin(t)], axis=1),
+        )
+        X = X + 0.2 * rng.standard_normal((n, 2))
+    elif name == "circles":
+        t = 2.0 * np.pi * rng.random(n)
+        r = np.where(y == 0, 1.0, 0.5)
+        X = r[:, None] * np.stack([np.cos(t), np.sin(t)], axis=1) + 0.1 * rng.standard_normal((n, 2))
+    else:  # xor
+        signs = rng.choice([-1.0, 1.0], size=(n, 2))
+        X = signs + 0.4 * rng.standard_normal((n, 2))
+        y = (signs[:, 0] != signs[:, 1]).astype(np.int64)
     return X, flip_labels(y, noise, rng)
 
 
@@ -111,8 +171,9 @@ def market_data(
 ) -> MarketData:
     """Pools for ``n_pools`` providers, a query set and evaluation users from dataset ``name``.
 
-    ``rings``: i.i.d. draws (``pool_size`` per pool, ``query_size`` query users, ``eval_size``
-    evaluation users; 10% label noise everywhere unless ``noise`` is given). Real datasets: a
+    Synthetic populations (``SYNTHETIC``: rings, moons, circles, xor): i.i.d. draws (``pool_size`` per
+    pool, ``query_size`` query users, ``eval_size`` evaluation users; 10% label noise everywhere
+    unless ``noise`` is given). Real datasets: a
     ``eval_fraction`` evaluation split; of the rest, ``query_fraction`` becomes the
     query set and the remainder is split evenly into the pools, whose labels get symmetric noise
     (``noise``, default 0.2). With ``eval_noise`` (default) the evaluation users' labels get the same
@@ -122,14 +183,14 @@ def market_data(
     """
     check_positive("n_pools", n_pools, integer=True)
     rng = np.random.default_rng([seed, 7])
-    if name == "rings":
+    if name in SYNTHETIC:
         lvl = 0.1 if noise is None else noise
         check_positive("pool_size", pool_size, integer=True)
         check_positive("eval_size", eval_size, integer=True)
         check_positive("query_size", query_size, integer=True)
-        pools = tuple(make_rings(pool_size, noise=lvl, seed=rng) for _ in range(n_pools))
-        X_query, _ = make_rings(query_size, noise=lvl, seed=rng)
-        X_eval, y_eval = make_rings(eval_size, noise=lvl, seed=rng)
+        pools = tuple(make_synthetic(name, pool_size, noise=lvl, seed=rng) for _ in range(n_pools))
+        X_query, _ = make_synthetic(name, query_size, noise=lvl, seed=rng)
+        X_eval, y_eval = make_synthetic(name, eval_size, noise=lvl, seed=rng)
         return MarketData(pools, X_query, X_eval, y_eval, name)
     lvl = 0.2 if noise is None else noise
     check_in_range("eval_fraction", eval_fraction, 0.0, 1.0, low_open=True, high_open=True)

@@ -47,6 +47,7 @@ __all__ = [
     "best_response_weights",
     "share_offset",
     "finite_best_response",
+    "best_linear_response",
 ]
 
 RuleKind = Literal["uniform", "abstain", "softmax", "loyal"]
@@ -283,3 +284,79 @@ def finite_best_response(
         raise ValueError(f"candidates_correct has {cand.shape[1]} users but correct_others has {co.shape[0]}")
     w = best_response_weights(co, co.shape[1] + 1, rule)
     return int(np.argmax(cand.astype(np.float64) @ w))
+
+
+def best_linear_response(
+    X: Any,
+    y: Any,
+    correct_others: Any,
+    rule: ChoiceRule | str = "uniform",
+    *,
+    n_angles: int = 360,
+) -> tuple[np.ndarray, float]:
+    """The share-maximising 2-D linear classifier on the users themselves: an oracle best response.
+
+    Searches every half-plane ``1{x . u(theta) > t}`` with either labelling, for ``n_angles``
+    directions theta evenly spaced in [0, pi) and *every* threshold t (each gap between sorted
+    projections), plus the two constant classifiers, and maximises the weighted accuracy
+    ``sum_i w_i c_i`` of :func:`best_response_weights` on the given users. Fitted and scored on the
+    same users, it is a ceiling for what any linear learner's share can reach there (exact up to
+    the angle grid); the check uses it as a positive control, never as a baseline.
+
+    Args:
+        X: (n, 2) features.
+        y: (n,) binary labels.
+        correct_others: (n, K - 1) bool, the competitors' correctness on these users.
+        rule: ``"uniform"`` or ``"abstain"``.
+        n_angles: directions searched (>= 1).
+
+    Returns:
+        The oracle's (n,) predictions and its market share on these users.
+    """
+    Xa = check_numeric_array("X", X)
+    Xa = np.asarray(Xa, dtype=np.float64)
+    if Xa.ndim != 2 or Xa.shape[1] != 2:
+        raise ValueError(f"X must be an (n, 2) array (the oracle searches 2-D half-planes), got {Xa.shape}")
+    check_finite_array("X", Xa, ndim=2)
+    ya = np.asarray(check_numeric_array("y", y))
+    if ya.shape != (Xa.shape[0],):
+        raise ValueError(f"y must have shape {(Xa.shape[0],)}, got {ya.shape}")
+    classes = np.unique(ya)
+    if classes.size > 2:
+        raise ValueError(f"y must be binary for the linear oracle, got classes {classes.tolist()}")
+    co = check_correct("correct_others", correct_others)
+    if co.shape[0] != Xa.shape[0]:
+        raise ValueError(f"correct_others has {co.shape[0]} users but X has {Xa.shape[0]}")
+    check_positive("n_angles", n_angles, integer=True)
+    K = co.shape[1] + 1
+    w = best_response_weights(co, K, rule)
+    offset = share_offset(co, K, rule)
+    labels = (classes[0], classes[-1]) if classes.size == 2 else (classes[0], classes[0] + 1)
+    is_hi = ya == labels[1]
+    w_hi, w_lo = np.where(is_hi, w, 0.0), np.where(is_hi, 0.0, w)
+    # constants: everyone predicted labels[0] or labels[1]
+    best_score, best_pred = float(w_lo.sum()), np.full(ya.shape[0], labels[0])
+    if w_hi.sum() > best_score:
+        best_score, best_pred = float(w_hi.sum()), np.full(ya.shape[0], labels[1])
+    theta = np.pi * np.arange(n_angles) / n_angles
+    U = np.stack([np.cos(theta), np.sin(theta)])  # (2, A)
+    proj = Xa @ U  # (n, A)
+    order = np.argsort(proj, axis=0, kind="stable")
+    ps = np.take_along_axis(proj, order, axis=0)
+    for a_lo, a_hi_w, hi_label in ((w_lo, w_hi, labels[1]), (w_hi, w_lo, labels[0])):
+        # predict the other label below the threshold and hi_label above: score for a cut after k users
+        below = np.cumsum(a_lo[order], axis=0)  # users predicted "other" that are right
+        above = a_hi_w.sum() - np.cumsum(a_hi_w[order], axis=0)
+        score = below + above  # (n, A): cut after sorted position k
+        valid = np.ones_like(score, dtype=bool)
+        valid[:-1] = ps[1:] > ps[:-1]  # a threshold exists only between distinct projections
+        valid[-1] = False  # cutting after everyone is a constant, handled above
+        score = np.where(valid, score, -np.inf)
+        k, a = np.unravel_index(int(np.argmax(score)), score.shape)
+        if score[k, a] > best_score + 1e-12:
+            best_score = float(score[k, a])
+            t = 0.5 * (ps[k, a] + ps[k + 1, a])
+            other = labels[0] if hi_label == labels[1] else labels[1]
+            best_pred = np.where(proj[:, a] > t, hi_label, other)
+    share = best_score / ya.shape[0] + offset
+    return np.asarray(best_pred, dtype=ya.dtype), float(share)
