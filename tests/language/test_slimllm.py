@@ -391,3 +391,51 @@ def test_check_refuses_an_endpoint_with_a_reason() -> None:
 
     with pytest.raises(ValueError, match="needs the weights"):
         CHECK.config("tiny", {"model": "openai:gpt-x"})
+
+
+def test_save_pretrained_loads_back_with_transformers(
+    model: LlamaForCausalLM, calib: torch.Tensor, tmp_path: Path
+) -> None:
+    """A layer-wise pruned model (each layer its own sizes) round-trips through transformers."""
+    import json
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from icml25.language.slimllm.hf import PrunedLlamaForCausalLM
+
+    pruned, report = prune_model(model, calib, PruneConfig(sparsity=0.3, num_pruned_layers=2))
+    assert isinstance(pruned, PrunedLlamaForCausalLM) and type(model) is LlamaForCausalLM
+    assert len(set(report.channels_kept)) > 1  # the layers really differ in size
+    pruned.save_pretrained(tmp_path / "pruned")
+    saved = json.loads((tmp_path / "pruned" / "config.json").read_text())
+    assert saved["model_type"] == "icml25_pruned_llama"
+    assert [layer["d_ff"] for layer in saved["pruned_layers"]] == report.channels_kept
+    assert type(AutoConfig.from_pretrained(tmp_path / "pruned")).__name__ == "PrunedLlamaConfig"
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "pruned")
+    assert isinstance(again, PrunedLlamaForCausalLM)
+    torch.testing.assert_close(again(input_ids=X).logits, pruned(input_ids=X).logits)
+    out = again.generate(X[:1, :4], max_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert torch.equal(out, pruned.generate(X[:1, :4], max_new_tokens=4, do_sample=False, pad_token_id=0))
+    reloaded = load_pruned(save_pruned(again, tmp_path / "one_file.safetensors"))
+    assert isinstance(reloaded, PrunedLlamaForCausalLM)  # the one-file format also saves_pretrained
+    torch.testing.assert_close(reloaded(input_ids=X).logits, pruned(input_ids=X).logits)
+
+
+def test_other_architectures_are_refused_in_one_line(calib: torch.Tensor) -> None:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    qwen = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+    )
+    with pytest.raises(ValueError, match="Llama-architecture.*got model_type 'qwen2'"):
+        prune_model(qwen, calib, PruneConfig(sparsity=0.2))
+    with pytest.raises(ValueError, match="model_type 'qwen2'"):
+        dense_statistics(qwen, calib)

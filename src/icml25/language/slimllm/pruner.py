@@ -57,7 +57,13 @@ from .scores import (
     taylor_scores,
     wanda_scores,
 )
-from .surgery import decoder_param_count, head_kv_index, prune_attention_heads, prune_mlp_channels
+from .surgery import (
+    check_supported,
+    decoder_param_count,
+    head_kv_index,
+    prune_attention_heads,
+    prune_mlp_channels,
+)
 
 __all__ = ["METHODS", "PruneConfig", "PruneReport", "DenseStats", "dense_statistics", "prune_model"]
 
@@ -151,6 +157,7 @@ class DenseStats:
 
 
 def _layers(model: Any) -> Any:
+    check_supported(model)
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None or not len(layers):
@@ -274,7 +281,10 @@ def prune_model(
         progress: called as ``progress(layers_done, layers_total)``.
 
     Returns:
-        ``(pruned_model, report)``.
+        ``(pruned_model, report)``; the pruned model is a
+        :class:`~icml25.language.slimllm.hf.PrunedLlamaForCausalLM`, so ``save_pretrained`` writes a
+        folder that ``AutoModelForCausalLM.from_pretrained`` loads back (after importing
+        :mod:`icml25.language.slimllm.hf`, which registers the class).
     """
     t0 = time.perf_counter()
     layers = _layers(model)
@@ -334,7 +344,9 @@ def prune_model(
     report.params_after = count_parameters(pruned, trainable_only=False)
     report.decoder_params_after = decoder_param_count(pruned)
     report.seconds = time.perf_counter() - t0
-    return pruned, report
+    from .hf import to_pruned_llama  # transformers is loaded: model is a transformers model
+
+    return to_pruned_llama(pruned), report
 
 
 def _layer_forward(layer: Any, h: Tensor, pos: tuple[Tensor, Tensor]) -> Tensor:

@@ -29,16 +29,37 @@ from torch import Tensor, nn
 from icml25.nn.params import count_parameters
 
 __all__ = [
+    "PRUNED_MODEL_TYPE",
     "PrunedAttention",
+    "check_supported",
     "head_kv_index",
     "prune_attention_heads",
     "prune_mlp_channels",
+    "apply_structure",
     "decoder_param_count",
+    "layer_structure",
     "save_pruned",
     "save_pruned_model",
     "PRUNED_WEIGHTS_FILE",
     "load_pruned",
 ]
+
+
+#: The ``model_type`` of a pruned Llama saved with ``save_pretrained`` (see :mod:`.hf`).
+PRUNED_MODEL_TYPE = "icml25_pruned_llama"
+#: Architectures whose layers :func:`prune_attention_heads` / :func:`prune_mlp_channels` understand.
+SUPPORTED_MODEL_TYPES = ("llama", PRUNED_MODEL_TYPE)
+
+
+def check_supported(model: Any) -> None:
+    """Refuse, in one line, a model whose architecture the surgery does not handle (Qwen2's q/k/v
+    biases, Mistral's sliding window, ...): only Llama-architecture models are pruned here."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(
+            f"model: SlimLLM here prunes Llama-architecture causal LMs (model_type 'llama', e.g. "
+            f"SmolLM2, Llama 2/3); got model_type {model_type!r}"
+        )
 
 
 def _attention_interface(name: str) -> Callable[..., tuple[Tensor, Any]]:
@@ -59,7 +80,7 @@ class PrunedAttention(nn.Module):
         self,
         config: Any,
         layer_idx: int,
-        kv_index: Tensor,
+        kv_index: Tensor | list[int],
         *,
         o_bias: bool = False,
         dtype: torch.dtype | None = None,
@@ -72,11 +93,12 @@ class PrunedAttention(nn.Module):
         self.scaling = self.head_dim**-0.5
         self.attention_dropout = config.attention_dropout
         self.is_causal = True
-        kv_index = torch.as_tensor(kv_index, dtype=torch.long)
-        n_heads, n_kv = kv_index.numel(), int(kv_index.max()) + 1
-        if n_heads < 1 or sorted(set(kv_index.tolist())) != list(range(n_kv)):
-            raise ValueError(f"kv_index must map >= 1 heads onto KV heads 0..G-1, got {kv_index.tolist()}")
-        self.register_buffer("kv_index", kv_index, persistent=True)
+        # validate on a Python list: under transformers' meta-device construction a tensor has no values
+        heads = [int(k) for k in (kv_index.tolist() if isinstance(kv_index, Tensor) else kv_index)]
+        n_heads, n_kv = len(heads), max(heads, default=-1) + 1
+        if n_heads < 1 or sorted(set(heads)) != list(range(n_kv)):
+            raise ValueError(f"kv_index must map >= 1 heads onto KV heads 0..G-1, got {heads}")
+        self.register_buffer("kv_index", torch.tensor(heads, dtype=torch.long), persistent=True)
         d, dh, bias = config.hidden_size, self.head_dim, config.attention_bias
         self.q_proj = nn.Linear(d, n_heads * dh, bias=bias, dtype=dtype)
         self.k_proj = nn.Linear(d, n_kv * dh, bias=bias, dtype=dtype)
@@ -225,7 +247,9 @@ def decoder_param_count(model: Any) -> int:
     return count_parameters(model.model.layers, trainable_only=False)  # type: ignore[union-attr]
 
 
-def _structure(model: Any) -> list[dict[str, Any]]:
+def layer_structure(model: Any) -> list[dict[str, Any]]:
+    """Each decoder layer's shape after pruning: ``kv_index`` (``None``: attention untouched),
+    ``o_bias``, ``d_ff`` and ``down_bias``; :func:`apply_structure` rebuilds layers from it."""
     out = []
     for layer in model.model.layers:  # type: ignore[union-attr]
         attn = layer.self_attn
@@ -251,7 +275,7 @@ def save_pruned(model: Any, path: str | Path) -> Path:
     meta = {
         "format": "icml25-pruned-llama",
         "config": json.dumps(config),
-        "layers": json.dumps(_structure(model)),
+        "layers": json.dumps(layer_structure(model)),
     }
     tmp = path.with_name(f".{path.name}.tmp")
     save_model(model, str(tmp), metadata=meta)
@@ -279,8 +303,29 @@ def save_pruned_model(model: Any, tokenizer: Any, folder: str | Path) -> Path:
     return folder
 
 
+def apply_structure(model: Any, config: Any, specs: list[dict[str, Any]]) -> None:
+    """Give ``model``'s decoder layers the sizes in ``specs`` (from :func:`layer_structure`); the new
+    modules are uninitialised until weights are loaded. Used on load, never on a trained model."""
+    layers = model.model.layers
+    if len(specs) != len(layers):
+        raise ValueError(f"specs: {len(specs)} layer structures for a model with {len(layers)} layers")
+    for layer, spec in zip(layers, specs, strict=True):
+        if spec["kv_index"] is not None:
+            layer.self_attn = PrunedAttention(
+                config, layer.self_attn.layer_idx, spec["kv_index"], o_bias=spec["o_bias"]
+            )
+        mlp = layer.mlp
+        d, d_ff = config.hidden_size, spec["d_ff"]
+        mlp.gate_proj = nn.Linear(d, d_ff, bias=False)
+        mlp.up_proj = nn.Linear(d, d_ff, bias=False)
+        mlp.down_proj = nn.Linear(d_ff, d, bias=spec["down_bias"])
+        if hasattr(mlp, "intermediate_size"):
+            mlp.intermediate_size = d_ff
+
+
 def load_pruned(path: str | Path, *, dtype: torch.dtype = torch.float32) -> nn.Module:
-    """Rebuild a model written by :func:`save_pruned` (structure from the file's metadata)."""
+    """Rebuild a model written by :func:`save_pruned` (structure from the file's metadata), as a
+    :class:`~icml25.language.slimllm.hf.PrunedLlamaForCausalLM` (so ``save_pretrained`` works on it)."""
     from safetensors import safe_open
     from safetensors.torch import load_model
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -290,19 +335,13 @@ def load_pruned(path: str | Path, *, dtype: torch.dtype = torch.float32) -> nn.M
         meta = f.metadata() or {}
     if meta.get("format") != "icml25-pruned-llama":
         raise ValueError(f"path: {path} was not written by save_pruned")
-    config = LlamaConfig.from_dict(json.loads(meta["config"]))
+    fields = json.loads(meta["config"])
+    fields.pop("pruned_layers", None)  # a model converted by to_pruned_llama records it twice
+    fields["model_type"] = "llama"
+    config = LlamaConfig.from_dict(fields)
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
-    for layer, spec in zip(model.model.layers, json.loads(meta["layers"]), strict=True):
-        if spec["kv_index"] is not None:
-            layer.self_attn = PrunedAttention(
-                config, layer.self_attn.layer_idx, torch.tensor(spec["kv_index"]), o_bias=spec["o_bias"]
-            )
-        mlp = layer.mlp
-        d, d_ff = config.hidden_size, spec["d_ff"]
-        mlp.gate_proj = nn.Linear(d, d_ff, bias=False)
-        mlp.up_proj = nn.Linear(d, d_ff, bias=False)
-        mlp.down_proj = nn.Linear(d_ff, d, bias=spec["down_bias"])
+    apply_structure(model, config, json.loads(meta["layers"]))
     model = model.to_empty(device="cpu")
     model.to(dtype)  # type: ignore[arg-type]
     model.model.rotary_emb = type(model.model.rotary_emb)(config=config)  # recompute inv_freq buffers
@@ -312,4 +351,6 @@ def load_pruned(path: str | Path, *, dtype: torch.dtype = torch.float32) -> nn.M
     if unexpected or set(missing) - tied:
         raise ValueError(f"path: {path} does not match its recorded structure ({missing}, {unexpected})")
     model.eval()
-    return model
+    from .hf import to_pruned_llama  # transformers is loaded by now
+
+    return to_pruned_llama(model)
