@@ -83,7 +83,7 @@ def test_parent_choice_reproduces_parent(model: LlamaForCausalLM, library) -> No
         torch.testing.assert_close(
             child(input_ids=ids).logits, model(input_ids=ids).logits, atol=1e-5, rtol=1e-5
         )
-    assert type(child) is type(model)
+    assert isinstance(child, type(model))  # a LlamaForCausalLM subclass that records its variants
 
 
 def test_child_is_smaller_and_generates_with_cache(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
@@ -278,3 +278,28 @@ def test_config_errors_name_the_field() -> None:
         PuzzleCheckConfig(n_calib=0)
     with pytest.raises(ValueError, match=r"PuzzleCheckConfig\.budgets"):
         PuzzleCheckConfig(budgets=())
+
+
+def test_child_save_pretrained_loads_back_with_transformers(model, library, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every variant kind in one child (parent, fewer KV heads, narrower FFN, linear, noop)."""
+    import json
+
+    from transformers import AutoModelForCausalLM
+
+    from icml25.language.puzzle.hf import PuzzleLlamaForCausalLM
+
+    choice = [(0, 1), (1, 2), (2, 3)]  # attention parent/kv1/linear with FFN width/linear/noop
+    child = assemble_child(model, library, choice)
+    assert isinstance(child, PuzzleLlamaForCausalLM) and type(model) is LlamaForCausalLM
+    child.save_pretrained(tmp_path / "child")
+    saved = json.loads((tmp_path / "child" / "config.json").read_text())
+    assert saved["model_type"] == "icml25_puzzle_llama"
+    assert [b["attention"]["op"] for b in saved["block_configs"]] == ["parent", "kv", "linear"]
+    assert [b["ffn"]["op"] for b in saved["block_configs"]] == ["width", "linear", "noop"]
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "child")
+    assert isinstance(again, PuzzleLlamaForCausalLM)
+    ids = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        torch.testing.assert_close(again(input_ids=ids).logits, child(input_ids=ids).logits)
+    out = again.generate(ids[:1, :4], max_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert torch.equal(out, child.generate(ids[:1, :4], max_new_tokens=4, do_sample=False, pad_token_id=0))

@@ -578,8 +578,11 @@ def _check_choice(library: BlockLibrary, choice: Sequence[tuple[int, int]]) -> N
 def assemble_child(model: Any, library: BlockLibrary, choice: Sequence[tuple[int, int]]) -> Any:
     """A deep copy of ``model`` whose layer ``i`` uses variants ``choice[i] = (attention, ffn)``.
 
-    The result is the same Hugging Face class as the parent (e.g. ``LlamaForCausalLM``), so
-    ``model(input_ids=...)`` and ``generate`` work; the swapped layers are :class:`PuzzleDecoderLayer`.
+    The result is a Hugging Face causal LM, so ``model(input_ids=...)`` and ``generate`` work; its
+    layers are :class:`PuzzleDecoderLayer`. A ``LlamaForCausalLM`` parent gives a
+    :class:`~icml25.language.puzzle.hf.PuzzleLlamaForCausalLM` (a ``LlamaForCausalLM`` subclass whose
+    config records each layer's variants), so ``child.save_pretrained(folder)`` loads back with
+    ``AutoModelForCausalLM.from_pretrained(folder)`` once :mod:`icml25.language.puzzle.hf` is imported.
     """
     _check_choice(library, choice)
     layers = nn.ModuleList()
@@ -602,6 +605,13 @@ def assemble_child(model: Any, library: BlockLibrary, choice: Sequence[tuple[int
         model.model.layers = old
     child.model.layers = layers
     child.eval()
+    if type(child).__name__ in ("LlamaForCausalLM", "PuzzleLlamaForCausalLM"):
+        from .hf import to_puzzle_llama  # transformers is loaded: the parent is a transformers model
+
+        variants = [
+            (library.attention[i][a].variant, library.ffn[i][f].variant) for i, (a, f) in enumerate(choice)
+        ]
+        return to_puzzle_llama(child, variants)
     return child
 
 
