@@ -22,9 +22,13 @@ from icml25.theory.local_glivenko_cantelli import (
     IsotonicOrdered,
     PooledTailHybrid,
     Thresholded,
+    Zero,
     bayes_error,
+    block,
+    block_members,
     bound_hypotheses,
     check_counts,
+    class_excess,
     complexity_S,
     complexity_T,
     constant,
@@ -40,7 +44,16 @@ from icml25.theory.local_glivenko_cantelli import (
     two_level_complexity,
     worst_case_risk,
 )
-from icml25.theory.local_glivenko_cantelli.check import CHECK, LGCConfig
+from icml25.theory.local_glivenko_cantelli.check import (
+    BEST,
+    CHECK,
+    COMPETITORS,
+    LOWER,
+    OURS,
+    ZERO,
+    LGCConfig,
+    make_estimator,
+)
 
 COORDINATEWISE = [EmpiricalMean(), AddBeta(0.5), AddBeta(1.0), Thresholded(1), Thresholded(2)]
 # means on a 1e-6 grid, so that 1 - p is exact enough to test the p -> 1 - p symmetry
@@ -317,7 +330,68 @@ def test_presets_construct_and_full_is_the_large_configuration() -> None:
     assert full.dims[-1] == 10**6 and full.minimax_dim == 10**6
     small = CHECK.config("small")
     claim = CHECK.claim_for(small)
-    assert any(c.name == "minimax/isotonic/wc_ratio" for c in claim.criteria_at("small"))
+    assert claim.headline_criterion().name == "minimax/eme_not_beaten"
+    assert claim.headline_criterion().paired and set(claim.references) == {ZERO, LOWER}
+    assert claim.gates_at("small")
     # an override that drops exponent 1 keeps every criterion measurable (names follow the config)
     cfg = CHECK.config("tiny", {"lgc_exponents": (2.0,)})
     assert all("poly_a1/" not in c.metric for c in CHECK.claim_for(cfg).criteria)
+
+
+# -- the minimax comparison over one class (issue 43) ----------------------------------------------
+
+
+def test_every_competitor_differs_from_the_eme() -> None:
+    # threshold_1 was the EME itself (a count of 0 already gives 0): a competitor must differ somewhere
+    for arm in COMPETITORS:
+        est = make_estimator(arm)
+        if est.coordinatewise:
+            assert not np.allclose(est.count_map(10), EmpiricalMean().count_map(10)), arm
+
+
+def test_zero_estimator_risk_is_the_largest_mean() -> None:
+    p = np.array([0.3, 0.1, 0.05])
+    assert exact_sup_risk(Zero(), p, 7) == pytest.approx(0.3)
+    np.testing.assert_array_equal(Zero()(np.array([1, 2, 3]), 5), np.zeros(3))
+
+
+def test_class_membership_of_blocks_and_permutations() -> None:
+    q = polynomial(2000)
+    s, t = complexity_S(q), complexity_T(q)
+    members = block_members(s, t, np.geomspace(1e-4, 0.5, 12), (1, 2, 8, 64, 1024))
+    assert members and all(class_excess(block(r, k), s, t) <= 1e-12 for r, k in members)
+    # a block the grid leaves out lies outside the class
+    assert (0.5, 1024) not in members and class_excess(block(0.5, 1024), s, t) > 0
+    rng = np.random.default_rng(0)
+    assert class_excess(q[rng.permutation(q.size)], s, t) == pytest.approx(0.0, abs=1e-12)
+    # the old family's doubled member min(2q, 1/2) lies outside the class of q (the defect)
+    assert class_excess(np.minimum(2 * q, 0.5), s, t) > 0
+    # padding zeros and the increasing order keep a block in its class
+    assert class_excess(block(0.01, 5, pad=5, increasing=True), s, t) == class_excess(block(0.01, 5), s, t)
+
+
+def test_tiny_minimax_family_lies_in_one_class_and_meets_adversarial_orderings() -> None:
+    config = CHECK.config("tiny")
+    metrics = {a: {} for a in (OURS, *COMPETITORS, BEST, ZERO, LOWER)}
+    items: dict = {}
+    series: dict = {}
+
+    class Ctx:
+        def progress(self, *args) -> None:
+            pass
+
+    CHECK.begin_run(config)
+    CHECK._minimax(config, 0, metrics, items, series, Ctx())
+    assert metrics[OURS]["minimax/class_excess"] <= 1e-9  # every member, isotonic's too, in C(S(q), T(q))
+    assert metrics[OURS]["minimax/eme_over_lb_hyp_min"] >= 1.0
+    ns = config.minimax_sizes
+    wc = {a: np.array([metrics[a][f"minimax/wc_n{n}"] for n in ns]) for a in metrics}
+    # the lower bound holds for every estimator; the EME's worst case is at least its risk on q
+    assert (wc[LOWER] <= wc[OURS]).all()
+    assert wc[OURS][0] >= exact_sup_risk(EmpiricalMean(), polynomial(config.minimax_dim), ns[0]) - 1e-12
+    # the isotonic fit meets q in increasing order and loses like the zero estimator there
+    assert (wc["isotonic"] >= 0.8 * wc[ZERO]).all()
+    # the best competitor is the smallest worst case per n, and some competitor wins on some member
+    np.testing.assert_allclose(wc[BEST], np.min([wc[a] for a in COMPETITORS], axis=0))
+    assert metrics[BEST]["minimax/max_member_gain"] > 0.1
+    assert set(items) >= {OURS, BEST, ZERO, LOWER} and items[OURS]["minimax/log_wc"].shape == (len(ns),)

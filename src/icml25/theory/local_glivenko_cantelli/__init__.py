@@ -39,6 +39,7 @@ from .estimators import (
     IsotonicOrdered,
     PooledTailHybrid,
     Thresholded,
+    Zero,
     check_counts,
     sample_counts,
 )
@@ -49,6 +50,7 @@ from .lower_bound import (
     multiple_testing_bound,
     two_level_complexity,
 )
+from .minimax import block, block_members, class_excess, in_class
 from .risk import (
     RiskEstimate,
     WorstCase,
@@ -70,6 +72,11 @@ __all__ = [
     "PooledTailHybrid",
     "RiskEstimate",
     "Thresholded",
+    "Zero",
+    "block",
+    "block_members",
+    "class_excess",
+    "in_class",
     "WorstCase",
     "bayes_error",
     "bootstrap_mean_ci",

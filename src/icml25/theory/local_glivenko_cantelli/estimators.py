@@ -6,6 +6,7 @@ n i.i.d. draws X_1..X_n in {0,1}^D enter only through the counts Y_j = sum_i X_i
 independent across j (they are sufficient), so every estimator maps ``(Y, n)`` to p_hat in [0,1]^D:
 
     EmpiricalMean     p_hat_j = Y_j / n                                 (the EME the paper studies)
+    Zero              p_hat_j = 0                                       (learns nothing: a reference)
     AddBeta           p_hat_j = (Y_j + beta) / (n + 2 beta)              (Beta(beta, beta) posterior mean)
     Thresholded       p_hat_j = Y_j / n * 1{Y_j >= tau}                 (rare counts shrunk to 0)
     IsotonicOrdered   non-increasing least-squares fit of Y/n (PAVA)    (uses the coordinate order)
@@ -38,6 +39,7 @@ __all__ = [
     "IsotonicOrdered",
     "PooledTailHybrid",
     "Thresholded",
+    "Zero",
     "check_counts",
     "sample_counts",
 ]
@@ -116,6 +118,18 @@ class EmpiricalMean(Estimator):
 
 
 @dataclass(frozen=True)
+class Zero(Estimator):
+    """p_hat_j = 0 whatever the data: the learn-nothing reference (its risk is max_j p_j)."""
+
+    name: ClassVar[str] = "zero"
+    coordinatewise: ClassVar[bool] = True
+
+    def count_map(self, n: int) -> np.ndarray:
+        check_positive("n", n, integer=True)
+        return np.zeros(n + 1, dtype=np.float64)
+
+
+@dataclass(frozen=True)
 class AddBeta(Estimator):
     """Posterior mean under a Beta(beta, beta) prior: (Y_j + beta) / (n + 2 beta)."""
 
@@ -133,9 +147,12 @@ class AddBeta(Estimator):
 
 @dataclass(frozen=True)
 class Thresholded(Estimator):
-    """The EME with counts below ``tau`` set to zero: Y_j / n * 1{Y_j >= tau}."""
+    """The EME with counts below ``tau`` set to zero: Y_j / n * 1{Y_j >= tau}.
 
-    tau: int = 1
+    ``tau = 1`` is the EME itself (a count of 0 already gives 0), so a competitor needs ``tau >= 2``.
+    """
+
+    tau: int = 2
     name: ClassVar[str] = "threshold"
     coordinatewise: ClassVar[bool] = True
 
