@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +17,16 @@ from scipy import stats
 from icml25.core.check import RunContext
 from icml25.core.progress import NullReporter
 from icml25.theory.lvlingam_cumulants import (
+    CumulantConditionWarning,
     CumulantMinimization,
     Cumulants,
     GaussianNoiseError,
     LvLingamGraph,
+    LvLingamModel,
     NoiseSpec,
     NotIdentifiableError,
     ProxyCumulantEstimator,
+    SmallSampleWarning,
     UnderspecifiedIVEstimator,
     cross_moment_effect,
     iv_graph,
@@ -193,15 +197,19 @@ def test_cumulant_minimization_and_iv_exact_on_population_cumulants(noise: str) 
 
 
 def test_released_placeholder_matching_fails_where_leftover_succeeds() -> None:
-    """The released CM rule ties when a latent ratio lies between 0 and b (documented deviation)."""
-    wrong = 0
+    """The released CM rule ties when a latent ratio lies between 0 and b (documented deviation):
+    with the released float comparison (or the first permutation) it misses b on exact cumulants;
+    the default tie-break ("latent") and the leftover rule are exact."""
+    wrong = {"released": 0, "first": 0}
     for seed in range(40):
         model = random_model(proxy_graph(2), "gamma", seed)
         cum = model.population_cumulants(5)
         b = model.effect(1, 2)
         assert ProxyCumulantEstimator(2, match="leftover").estimate(cum) == pytest.approx(b, abs=1e-8)
-        wrong += abs(ProxyCumulantEstimator(2).estimate(cum) - b) > 1e-6
-    assert wrong > 0
+        assert ProxyCumulantEstimator(2).estimate(cum) == pytest.approx(b, abs=1e-8)
+        for rule in wrong:
+            wrong[rule] += abs(ProxyCumulantEstimator(2, tie_break=rule).estimate(cum) - b) > 1e-6
+    assert wrong["released"] > 0 and wrong["first"] > 0
 
 
 def test_pair_polynomial_is_the_quadratic_for_one_latent() -> None:
@@ -233,6 +241,35 @@ def test_min_dist_perm_matches_brute_force() -> None:
         best = min(np.abs(v1 - v2[list(p)]).sum() for p in itertools.permutations(range(4)))
         assert np.abs(v1 - v2[list(perm)]).sum() == pytest.approx(best)
     assert min_dist_perm(np.array([1.0, 2.0]), np.array([2.0, 1.0])) == (1, 0)
+
+
+def test_min_dist_perm_tie_break_is_deterministic_and_documented() -> None:
+    """Issue 43: an exact L1 tie (every v1 on one side of every v2) is decided by the stated rule,
+    not by rounding: a 1e-15 perturbation that flips the released float comparison changes nothing."""
+    v1, v2 = np.array([0.0, -0.3]), np.array([0.2, 0.7])  # all v1 below all v2: both assignments cost 1.2
+    tie = np.array([0.0, -0.3 + 1e-16])
+    assert min_dist_perm(v1, v2) == min_dist_perm(tie, v2) == (0, 1)  # first permutation on a tie
+    # the secondary cost over the latent entries (weight 0 on the placeholder) picks the closer root
+    assert min_dist_perm(v1, v2, tie_weights=[0.0, 1.0]) == (1, 0)
+    # tie_rtol=0 is the released comparison; a clear minimum is found by every rule
+    assert min_dist_perm(np.array([1.0, 2.0]), np.array([2.0, 1.0]), tie_rtol=0.0) == (1, 0)
+    released = [min_dist_perm(np.array([0.0, x]), v2, tie_rtol=0.0) for x in (-0.3, -0.3 + 2e-16, -0.3 - 2e-16)]
+    assert all(p in ((0, 1), (1, 0)) for p in released)
+    with pytest.raises(ValueError, match="tie_weights"):
+        min_dist_perm(v1, v2, tie_weights=[1.0])
+    with pytest.raises(ValueError, match="tie_rtol"):
+        min_dist_perm(v1, v2, tie_rtol=-1.0)
+    with pytest.raises(ValueError, match="tie_break"):
+        ProxyCumulantEstimator(1, tie_break="coin").fit(_good())  # type: ignore[arg-type]
+
+
+def test_default_cm_is_exact_on_population_cumulants_for_every_model() -> None:
+    """Issue 43: with the documented tie-break, CM (l = 1 and 2) returns b on exact cumulants."""
+    for seed in range(30):
+        for l in (1, 2):
+            model = random_model(proxy_graph(l), "gamma", 500 + seed)
+            cum = model.population_cumulants(max(required_order(l), 4))
+            assert ProxyCumulantEstimator(l).estimate(cum) == pytest.approx(model.effect(1, 2), abs=1e-8)
 
 
 def test_baselines_known_cases() -> None:
@@ -291,7 +328,13 @@ def test_released_cm_matching_ties_so_rounding_decides_under_a_change_of_units()
     assert costs[0] == pytest.approx(costs[1], rel=1e-12)  # the exact tie
     # the released rule's pick is left to rounding: on one BLAS/numpy build the change of units flips it,
     # on another it does not, so only finiteness is asserted for it
-    assert np.isfinite(est.estimate(X * D)) and np.isfinite(est.estimate(X))
+    released = ProxyCumulantEstimator(1, tie_break="released")
+    assert np.isfinite(released.estimate(X * D)) and np.isfinite(released.estimate(X))
+    # issue 43: the default tie-break is deterministic, so the estimate rescales with the units
+    for rule in ("latent", "first"):
+        det = ProxyCumulantEstimator(1, tie_break=rule)
+        assert det.estimate(X * D) == pytest.approx(D[2] / D[1] * det.estimate(X), rel=1e-7)
+    assert est.estimate(X * D) == pytest.approx(D[2] / D[1] * est.estimate(X), rel=1e-7)
     leftover = ProxyCumulantEstimator(1, match="leftover")  # no tie in the population-exact rule
     assert leftover.estimate(X * D) == pytest.approx(D[2] / D[1] * leftover.estimate(X), rel=1e-7)
 
@@ -301,8 +344,9 @@ def test_released_cm_matching_is_wrong_in_population_where_a_latent_ratio_is_nea
     1003: b = 0.783, picked 0.182); the leftover rule is exact there."""
     model = random_model(proxy_graph(2), "gamma", 1003)
     pop, b = model.population_cumulants(6), model.effect(1, 2)
-    assert ProxyCumulantEstimator(2).estimate(pop) == pytest.approx(0.1816, abs=1e-3)
+    assert ProxyCumulantEstimator(2, tie_break="first").estimate(pop) == pytest.approx(0.1816, abs=1e-3)
     assert ProxyCumulantEstimator(2, match="leftover").estimate(pop) == pytest.approx(b, rel=1e-6)
+    assert ProxyCumulantEstimator(2).estimate(pop) == pytest.approx(b, rel=1e-6)  # default tie-break
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)  # fixed examples; the known case is above
@@ -470,9 +514,9 @@ def test_full_preset_constructs_and_runs_one_shortened_step(tmp_path: Path) -> N
 
 def test_large_n_runs_only_for_the_selected_settings(tmp_path: Path) -> None:
     small = CHECK.config("small")
-    # issue 29: the two-latent proxy setting goes on to n = 1e6 at small, the others stop at 1e5
-    assert small.sizes_for("proxy_noedge_l2") == (1_000, 10_000, 100_000, 1_000_000)
-    assert small.sizes_for("proxy_edge_l1") == small.sizes_for("iv") == (1_000, 10_000, 100_000)
+    # issue 43: small stops at 1e5 everywhere (two latents are judged at 1e7, full only)
+    assert small.sizes_for("proxy_noedge_l2") == small.sizes_for("iv") == (1_000, 10_000, 100_000)
+    assert CHECK.config("full").sizes_for("proxy_noedge_l2")[-1] == 10_000_000
     config = CHECK.config(
         "small",
         {
@@ -480,6 +524,7 @@ def test_large_n_runs_only_for_the_selected_settings(tmp_path: Path) -> None:
             "noises": ("gamma",),
             "sample_sizes": (300, 3000),
             "large_n": 9000,
+            "large_n_settings": ("proxy_noedge_l2",),
             "replicates": 2,
         },
     )
@@ -505,8 +550,14 @@ def test_claim_for_each_preset_judges_the_expected_criteria() -> None:
     small = CHECK.claim_for(CHECK.config("small"))
     assert small == CHECK.claim
     assert small.headline == "proxy_edge_l1/gamma/cumulant/beats_cross_moment"
-    # 3 settings x 2 noises; proxy_edge_l1 has two proposed arms; 2 misspecified baselines each
-    assert len(small.criteria_at("small")) == 24
+    # judged at small: proxy_edge_l1 (two proposed arms) and iv, 2 noises, slope + 2 baselines each;
+    # the two-latent setting is judged at full (n = 1e7) only
+    assert len(small.criteria_at("small")) == 18
+    assert not any("noedge_l2" in c.name for c in small.criteria_at("small"))
+    assert not any("noedge_l2" in g.name for g in small.gates_at("small"))
+    assert {c.name for c in small.gates_at("small")} >= {"iv/beta/oracle_exact", "proxy_edge_l1/gamma/informative"}
+    assert all(c.paired for c in small.criteria_at("small") if c.other_arm is not None)
+    assert small.references == ("zero", "oracle") and small.controls == ("oracle",)
     assert {c.name for c in CHECK.claim_for(CHECK.config("tiny")).criteria_at("tiny")} == {
         "tiny/proxy_edge_l1/gamma/below_cross_moment",
         "tiny/iv/gamma/below_min_norm",
@@ -537,7 +588,9 @@ def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match=r"LvLingamConfig\.replicates must be a positive integer"):
         LvLingamConfig(replicates=0)
     with pytest.raises(ValueError, match="large_n must exceed"):
-        LvLingamConfig(large_n=100_000)
+        LvLingamConfig(large_n=100_000, large_n_settings=("proxy_noedge_l2",))
+    with pytest.raises(ValueError, match="sizes >= 100"):  # issue 43: the estimators need 100 rows
+        LvLingamConfig(sample_sizes=(50, 1000))
     with pytest.raises(ValueError, match=r"LvLingamConfig\.large_n must be a positive integer"):
         LvLingamConfig(large_n=0, large_n_settings=())
     with pytest.raises(ValueError, match="large_n_settings"):
@@ -553,3 +606,117 @@ def test_estimators_clone_with_their_settings() -> None:
     copy = clone(est)  # raised TypeError before: no get_params
     assert copy.get_params() == est.get_params() and copy.n_latent == 2 and copy.offset == "released"
     assert copy.set_params(alpha=0.5).alpha == 0.5
+
+
+# ---------------------------------------------------------------- issue 43: rows, conditioning, bootstrap
+
+
+@pytest.mark.parametrize("n", [5, 30, 99])
+def test_too_few_rows_raise_a_clear_error(n: int) -> None:
+    """5 rows used to raise a misleading 'Gaussian' error and 30 rows were accepted silently."""
+    X = _good()[:n]
+    for est in (ProxyCumulantEstimator(1), ProxyCumulantEstimator(2), CumulantMinimization()):
+        with pytest.raises(ValueError, match=f"{n} rows is too few") as err:
+            est.fit(X)
+        assert not isinstance(err.value, GaussianNoiseError)
+    iv = random_model(iv_graph(), "gamma", 0).sample(n, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="too few"):
+        UnderspecifiedIVEstimator().fit(iv)
+    with pytest.raises(ValueError, match="too few"):  # sample cumulants carry their row count
+        ProxyCumulantEstimator(1).fit(Cumulants.from_data(X, 4))
+
+
+def test_few_rows_warn_and_enough_rows_do_not() -> None:
+    X = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 11).sample(
+        20_000, np.random.default_rng(0)
+    )
+    with pytest.warns(SmallSampleWarning, match="500 rows"):
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True, min_rank_snr=0.0).fit(X[:500])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True, min_rank_snr=0.0).fit(X)
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(random_model(
+            proxy_graph(1, proxy_affects_treatment=True), "gamma", 11).population_cumulants(4))
+
+
+def _equal_ratio_model():
+    """Every source gamma(0.5, 0.3): the (Z, T) block is rank one in population (kappa_4 / kappa_3 and
+    the loadings on Z coincide), so the effect is not identified by it and samples are unstable."""
+    base = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 0)
+    return LvLingamModel(base.lam, base.gamma, tuple(NoiseSpec("gamma", (0.5, 0.3)) for _ in range(4)))
+
+
+def test_ill_conditioned_cumulant_system_warns() -> None:
+    model = _equal_ratio_model()
+    X = model.sample(20_000, np.random.default_rng(1))
+    with pytest.warns(CumulantConditionWarning, match="ill-conditioned"):
+        est = ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(X)
+    assert est.rank_snr_ < 2.0 and est.condition_ > 100
+    with pytest.raises(NotIdentifiableError):  # exactly rank deficient in population
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(model.population_cumulants(4))
+    # a generic model at the same n is well away from rank deficiency and does not warn
+    good = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CumulantConditionWarning)
+        fitted = ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(
+            good.sample(20_000, np.random.default_rng(0))
+        )
+    assert fitted.rank_snr_ > 2.0 and np.isnan(
+        ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(good.population_cumulants(4)).rank_snr_
+    )
+    # units do not change the diagnostics
+    D = np.array([2.0, -0.5, 3.0])
+    again = ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(good.sample(20_000, np.random.default_rng(0)) * D)
+    assert again.rank_snr_ == pytest.approx(fitted.rank_snr_, rel=1e-6)
+    assert again.condition_ == pytest.approx(fitted.condition_, rel=1e-6)
+
+
+def test_bootstrap_interval_covers_and_is_reproducible() -> None:
+    model = random_model(proxy_graph(1, proxy_affects_treatment=True), "gamma", 11)
+    X = model.sample(20_000, np.random.default_rng(0))
+    est = ProxyCumulantEstimator(1, proxy_affects_treatment=True, n_bootstrap=40, random_state=3).fit(X)
+    lo, hi = est.effect_interval_
+    assert lo <= est.effect_ <= hi and lo < hi
+    assert est.bootstrap_effects_.shape == (40,) and est.bootstrap_failures_ >= 0
+    again = ProxyCumulantEstimator(1, proxy_affects_treatment=True, n_bootstrap=40, random_state=3).fit(X)
+    np.testing.assert_array_equal(again.effect_interval_, est.effect_interval_)
+    plain = ProxyCumulantEstimator(1, proxy_affects_treatment=True).fit(X)
+    assert plain.effect_interval_ is None and plain.effect_ == est.effect_  # the point estimate is unchanged
+    # the unstable model's interval is wide: the user sees it instead of a single number
+    bad = _equal_ratio_model().sample(20_000, np.random.default_rng(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CumulantConditionWarning)
+        wide = ProxyCumulantEstimator(1, proxy_affects_treatment=True, n_bootstrap=40, random_state=0).fit(bad)
+    assert np.diff(wide.effect_interval_)[0] > 5 * (hi - lo)
+    iv = random_model(iv_graph(), "gamma", 2)
+    fit = UnderspecifiedIVEstimator(n_bootstrap=30, random_state=0).fit(iv.sample(20_000, np.random.default_rng(1)))
+    assert fit.effect_interval_.shape == (2, 2) and fit.bootstrap_effects_.shape == (30, 2)
+    assert (fit.effect_interval_[:, 0] <= fit.effects_).all() and (fit.effects_ <= fit.effect_interval_[:, 1]).all()
+    with pytest.raises(ValueError, match="n_bootstrap needs the data matrix"):
+        ProxyCumulantEstimator(1, n_bootstrap=50).fit(model.population_cumulants(4))
+    with pytest.raises(ValueError, match="n_bootstrap"):
+        ProxyCumulantEstimator(1, n_bootstrap=5).fit(X)
+    with pytest.raises(ValueError, match="confidence"):
+        ProxyCumulantEstimator(1, n_bootstrap=50, confidence=1.5).fit(X)
+
+
+def test_check_pairs_models_and_measures_references_and_gates(tmp_path: Path) -> None:
+    """Issue 43: the per-model errors are the paired items (median pooled over models), the zero
+    reference scores exactly 1, the oracle control is exact, and a failure counts as FAIL_ERROR."""
+    from icml25.theory.lvlingam_cumulants.check import FAIL_ERROR, _relative_error
+
+    config = CHECK.config(
+        "small",
+        {"settings": ("proxy_edge_l1", "iv"), "noises": ("gamma",), "sample_sizes": (1000, 20_000), "replicates": 6},
+    )
+    ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
+    out = CHECK.run_seed(config, 0, ctx)
+    for key in ("proxy_edge_l1/gamma", "iv/gamma"):
+        rows = out.items["cumulant"][f"{key}/medrel_nmax"]
+        assert rows.shape == (6,) and np.isfinite(rows).all()
+        assert out.metrics["cumulant"][f"{key}/medrel_nmax"] == pytest.approx(np.median(rows))
+        np.testing.assert_allclose(out.items["zero"][f"{key}/medrel_nmax"], 1.0)
+        assert out.metrics["oracle"][f"{key}/medrel_pop"] < 1e-6
+    assert CHECK.item_statistics.get("iv/gamma/medrel_nmax") is np.median
+    assert CHECK.item_statistics.get("iv/gamma/slope") is None
+    assert _relative_error(np.nan, np.array([0.5])) == FAIL_ERROR

@@ -39,10 +39,13 @@ from .cumulants import (
     set_partitions_no_singletons,
 )
 from .estimators import (
+    CumulantConditionWarning,
     CumulantMinimization,
     NotIdentifiableError,
     ProxyCumulantEstimator,
+    SmallSampleWarning,
     UnderspecifiedIVEstimator,
+    block_condition,
     cross_moment_effect,
     marginal_cumulants,
     min_dist_perm,
@@ -65,6 +68,7 @@ from .simulate import (
 
 __all__ = [
     "NOISE_KINDS",
+    "CumulantConditionWarning",
     "CumulantMinimization",
     "Cumulants",
     "GaussianNoiseError",
@@ -73,7 +77,9 @@ __all__ = [
     "NoiseSpec",
     "NotIdentifiableError",
     "ProxyCumulantEstimator",
+    "SmallSampleWarning",
     "UnderspecifiedIVEstimator",
+    "block_condition",
     "check_data",
     "cross_moment_effect",
     "gaussianity_pvalues",

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
@@ -56,10 +57,18 @@ from sklearn.base import BaseEstimator
 from .cumulants import Cumulants, GaussianNoiseError, check_data, gaussianity_pvalues
 
 __all__ = [
+    "MIN_RANK_SNR",
+    "FEW_ROWS",
+    "MIN_ROWS",
+    "TIE_BREAKS",
+    "CumulantConditionWarning",
     "CumulantMinimization",
     "NotIdentifiableError",
     "ProxyCumulantEstimator",
+    "SmallSampleWarning",
     "UnderspecifiedIVEstimator",
+    "block_condition",
+    "block_rank_snr",
     "cross_moment_effect",
     "marginal_cumulants",
     "min_dist_perm",
@@ -71,6 +80,8 @@ __all__ = [
 ]
 
 _DEGENERATE_TOL = 1e-10
+TIE_RTOL = 1e-9  # relative tolerance under which two matching costs count as tied
+TIE_BREAKS = ("latent", "first", "released")
 
 
 class NotIdentifiableError(ValueError):
@@ -180,22 +191,48 @@ def marginal_cumulants(cum: Cumulants, roots: np.ndarray, j: int, i: int) -> np.
     return np.linalg.lstsq(V, y, rcond=None)[0]
 
 
-def min_dist_perm(v1: np.ndarray, v2: np.ndarray) -> tuple[int, ...]:
-    """The permutation ``perm`` minimising ``sum_k |v1[k] - v2[perm[k]]|`` (first one on ties).
+def min_dist_perm(
+    v1: np.ndarray,
+    v2: np.ndarray,
+    *,
+    tie_rtol: float = TIE_RTOL,
+    tie_weights: Sequence[float] | np.ndarray | None = None,
+) -> tuple[int, ...]:
+    """The permutation ``perm`` minimising ``sum_k |v1[k] - v2[perm[k]]|``, with a stated tie-break.
 
-    As in the released code. The L1 cost ties exactly whenever every ``v1`` lies on one side of every
-    ``v2`` (all assignments then cost the same), so floating-point rounding can decide the pick.
+    The L1 cost ties exactly whenever every ``v1`` lies on one side of every ``v2`` (all assignments
+    then cost the same), so in floating point rounding would decide the pick (as in the released
+    code, which keeps the first strict minimum). Here every permutation whose cost is within
+    ``tie_rtol * (sum|v1| + sum|v2|)`` of the minimum counts as tied; among the tied ones the pick
+    is the one with the smallest weighted cost ``sum_k tie_weights[k] |v1[k] - v2[perm[k]]|`` (same
+    tolerance), and then the first in ``itertools.permutations`` order. The pick is deterministic
+    and does not depend on rounding.
+
+    Args:
+        v1, v2: 1-D arrays of equal length.
+        tie_rtol: relative tolerance of a tie; ``0.0`` is the released rule exactly (strict float
+            comparison, so rounding decides exact ties).
+        tie_weights: per-entry weights of ``v1`` for the secondary cost; ``None`` skips it.
     """
     v1, v2 = np.asarray(v1, dtype=float), np.asarray(v2, dtype=float)
     if v1.shape != v2.shape or v1.ndim != 1:
         raise ValueError(f"v1 and v2 must be 1-D of equal length, got {v1.shape} and {v2.shape}")
-    best: tuple[int, ...] = tuple(range(len(v1)))
-    best_d = float(np.abs(v1 - v2).sum())
-    for perm in itertools.permutations(range(len(v1))):
-        d = float(np.abs(v1 - v2[list(perm)]).sum())
-        if d < best_d:
-            best, best_d = perm, d
-    return best
+    if not (math.isfinite(tie_rtol) and tie_rtol >= 0.0):
+        raise ValueError(f"tie_rtol must be a finite number >= 0, got {tie_rtol}")
+    perms = list(itertools.permutations(range(len(v1))))
+    dev = np.abs(v1[None, :] - v2[np.array(perms, dtype=int).reshape(len(perms), len(v1))])
+    cost = dev.sum(axis=1)
+    if tie_rtol == 0.0:  # the released rule: the first strict minimum in floating point
+        return perms[int(np.argmin(cost))]
+    tol = tie_rtol * float(np.abs(v1).sum() + np.abs(v2).sum())
+    tied = np.flatnonzero(cost <= cost.min() + tol)
+    if tie_weights is not None:
+        w = np.asarray(tie_weights, dtype=float)
+        if w.shape != v1.shape or not np.isfinite(w).all() or (w < 0).any():
+            raise ValueError(f"tie_weights must be {v1.shape[0]} finite non-negative numbers, got {w}")
+        second = dev[tied] @ w
+        tied = tied[second <= second.min() + tol]
+    return perms[int(tied[0])]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -203,28 +240,38 @@ def min_dist_perm(v1: np.ndarray, v2: np.ndarray) -> tuple[int, ...]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _cm_effect(cum: Cumulants, n_latent: int, match: str = "placeholder") -> float:
-    """CM: proxy without Z -> T edge (``helpers/models.py::CM.estimate_effect``)."""
+def _tie_rtol(tie_break: str) -> float:
+    return 0.0 if tie_break == "released" else TIE_RTOL
+
+
+def _cm_effect(cum: Cumulants, n_latent: int, match: str = "placeholder", tie_break: str = "latent") -> float:
+    """CM: proxy without Z -> T edge (``helpers/models.py::CM.estimate_effect``).
+
+    ``tie_break`` (see :class:`ProxyCumulantEstimator`): ``"latent"`` breaks an exact tie of the
+    last matching by how well the latent ratios alone match their roots, ``"first"`` takes the
+    first permutation, ``"released"`` leaves it to floating-point rounding as the released code.
+    """
+    rtol = _tie_rtol(tie_break)
     first_zero = n_latent >= 2  # step 1: the Z-noise has ratio 0 in T and Y
     r10 = pair_root_polynomial(cum, 0, 1, n_latent, first_zero=first_zero)
     r20 = pair_root_polynomial(cum, 0, 2, n_latent, first_zero=first_zero)
     r21 = pair_root_polynomial(cum, 1, 2, n_latent)
     # step 2: match latent components of (Z, T) and (Z, Y) by their marginal cumulants
     m10, m20 = marginal_cumulants(cum, r10, 0, 1), marginal_cumulants(cum, r20, 0, 2)
-    perm = min_dist_perm(m10[1:], m20[1:])
+    perm = min_dist_perm(m10[1:], m20[1:], tie_rtol=rtol)
     # step 3: each latent's ratio in the (T, Y) pair is (Z, Y)-root / (Z, T)-root
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = [0.0] + [r20[1 + perm[k]] / r10[1 + k] for k in range(n_latent)]
     if match == "placeholder":  # step 4 as released: the root matched to the placeholder 0
-        perm21 = min_dist_perm(np.array(ratios), r21)
+        weights = np.r_[0.0, np.ones(n_latent)] if tie_break == "latent" else None
+        perm21 = min_dist_perm(np.array(ratios), r21, tie_rtol=rtol, tie_weights=weights)
         return float(r21[perm21[0]])
     # step 4 (match="leftover"): match the l latent ratios to l of the (T, Y) roots; the leftover root is b_YT
     best, best_cost = math.nan, math.inf
     for k in range(n_latent + 1):
         rest = np.delete(r21, k)
-        cost = float(
-            np.abs(np.array(ratios[1:]) - rest[list(min_dist_perm(np.array(ratios[1:]), rest))]).sum()
-        )
+        sub = min_dist_perm(np.array(ratios[1:]), rest, tie_rtol=rtol)
+        cost = float(np.abs(np.array(ratios[1:]) - rest[list(sub)]).sum())
         if cost < best_cost:
             best, best_cost = float(r21[k]), cost
     return best
@@ -235,12 +282,14 @@ def _ratio_formula(S: np.ndarray, r: float) -> float:
     return float((S[1, 2] - r * S[0, 2]) / (S[1, 1] - r * S[0, 1]))
 
 
-def _icm_effect(cum: Cumulants, n_latent: int, offset: str, match: str = "placeholder") -> float:
+def _icm_effect(
+    cum: Cumulants, n_latent: int, offset: str, match: str = "placeholder", tie_break: str = "latent"
+) -> float:
     """ICM: proxy with Z -> T edge (``helpers/models.py::ICM.estimate_effect``)."""
     r10 = pair_root_polynomial(cum, 0, 1, n_latent)
     r20 = pair_root_polynomial(cum, 0, 2, n_latent)
     m10, m20 = marginal_cumulants(cum, r10, 0, 1), marginal_cumulants(cum, r20, 0, 2)
-    perm = min_dist_perm(m10, m20)
+    perm = min_dist_perm(m10, m20, tie_rtol=_tie_rtol(tie_break))
     pairs = [(float(r10[k]), float(r20[perm[k]])) for k in range(n_latent + 1)]  # (r_T, r_Y) per source
     S = cum.covariance
     if n_latent == 1:
@@ -254,7 +303,7 @@ def _icm_effect(cum: Cumulants, n_latent: int, offset: str, match: str = "placeh
     for r_t, r_y in pairs:
         M = np.array([[1.0, 0.0, 0.0], [-r_t, 1.0, 0.0], [-r_y, 0.0, 1.0]])  # T' = T - r_T Z, Y' = Y - r_Y Z
         try:
-            b = _cm_effect(cum.transform(M), n_latent, match)
+            b = _cm_effect(cum.transform(M), n_latent, match, tie_break)
         except (NotIdentifiableError, np.linalg.LinAlgError):
             continue
         off = abs(r_y - b * r_t) if offset == "natural" else abs(b * r_y - r_t)
@@ -299,35 +348,169 @@ def _minimization_effect(cum: Cumulants, x0: float, alpha: float) -> float:
     return float(sol.x[0] * scale)
 
 
+class CumulantConditionWarning(UserWarning):
+    """The cumulant system of a pair is ill-conditioned: the estimate may be far off (see ``condition_``)."""
+
+
+class SmallSampleWarning(UserWarning):
+    """Few rows for higher-order cumulants: expect large errors (see the README's error-vs-n table)."""
+
+
+MIN_ROWS = 100  # below this, sample cumulants of order >= 4 (and the Jarque-Bera check) mean nothing
+FEW_ROWS = 1000  # below this, a warning: relative errors of tens of percent are typical (paper, n = 1e3)
+MIN_RANK_SNR = 2.0  # warn when a pair block is within this many standard errors of rank deficient
+_SNR_FOLDS = 10
+
+
+def _scaled_block(cum: Cumulants, j: int, i: int, n_latent: int, sd: np.ndarray) -> np.ndarray:
+    scale = np.ones(cum.p)
+    scale[[j, i]] = sd
+    return _cumulant_block(cum.transform(np.diag(1.0 / scale)), j, i, n_latent)
+
+
+def block_condition(cum: Cumulants, j: int, i: int, n_latent: int) -> float:
+    """Condition number of the pair's cumulant block, in standardised units with unit-norm rows.
+
+    The root polynomial's coefficients are the maximal minors of this ``(l + 1, l + 2)`` block; it
+    must have full row rank (it is rank deficient when, e.g., the sources loading on j have equal
+    ``kappa_4 / kappa_3`` times loading). Returns ``s_max / s_min`` (``inf`` when rank deficient);
+    the units of the variables do not change it. On its own it predicts the error only weakly
+    (generic models already reach 1e2-1e4); :func:`block_rank_snr` weighs ``s_min`` against its
+    sampling noise.
+    """
+    sd = np.sqrt(np.diag(cum.covariance)[[j, i]])
+    if not (np.isfinite(sd).all() and (sd > 0).all()):
+        return math.inf
+    block = _scaled_block(cum, j, i, n_latent, sd)
+    norms = np.linalg.norm(block, axis=1, keepdims=True)
+    if not (norms > 0).all():
+        return math.inf
+    sv = np.linalg.svd(block / norms, compute_uv=False)
+    return float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+
+
+def block_rank_snr(
+    cum: Cumulants, folds: Sequence[Cumulants], j: int, i: int, n_latent: int
+) -> float:
+    """How far the pair's cumulant block is from rank deficient, in units of its sampling noise.
+
+    ``s_min(B) / SE(s_min)`` where ``B`` is the block (standardised variables, unit-norm rows)
+    from ``cum``, and the standard error is that of ``u' B v`` (``u, v`` the smallest singular pair,
+    the first-order change of ``s_min``) over ``K`` disjoint folds of the rows (``std / sqrt(K)``). Below about 2 the data cannot tell the block
+    from a rank-deficient one, so the polynomial's roots (and the effect) are unstable.
+    """
+    sd = np.sqrt(np.diag(cum.covariance)[[j, i]])
+    if not (np.isfinite(sd).all() and (sd > 0).all()) or len(folds) < 2:
+        return math.nan
+    block = _scaled_block(cum, j, i, n_latent, sd)
+    norms = np.linalg.norm(block, axis=1, keepdims=True)
+    if not (norms > 0).all():
+        return 0.0
+    U, sv, Vt = np.linalg.svd(block / norms)
+    u, v = U[:, -1], Vt[len(sv) - 1]  # the smallest singular pair: d s_min = u' dB v to first order
+    fold_s = [float(u @ (_scaled_block(f, j, i, n_latent, sd) / norms) @ v) for f in folds]
+    se = float(np.std(fold_s, ddof=1) / math.sqrt(len(folds)))
+    return float(sv[-1]) / se if se > 0 else math.inf
+
+
 class _CumulantEstimator(BaseEstimator):
-    """Shared input handling: data or cumulants in, Gaussianity check, ``effect_`` out.
+    """Shared input handling: data or cumulants in, checks, ``effect_`` out, optional bootstrap.
 
     A scikit-learn ``BaseEstimator``: ``get_params``/``set_params`` and ``clone`` work, so an
-    estimator can sit in a grid search or be copied with its settings and without its fit."""
+    estimator can sit in a grid search or be copied with its settings and without its fit.
+
+    Checks on the input: fewer than ``MIN_ROWS`` rows raise ``ValueError`` (also for sample
+    cumulants carrying ``n_samples``); fewer than ``FEW_ROWS`` warn (:class:`SmallSampleWarning`);
+    Gaussian-looking data raise :class:`GaussianNoiseError`; after the fit, ``condition_`` is the
+    largest condition number of the pair cumulant blocks the estimator uses (:func:`block_condition`)
+    and, for a data matrix, ``rank_snr_`` the smallest distance of a block from rank deficiency in
+    standard errors (:func:`block_rank_snr`, 10 fixed folds); ``rank_snr_ < min_rank_snr`` warns
+    (:class:`CumulantConditionWarning`). For cumulant input ``rank_snr_`` is NaN (no rows).
+
+    Bootstrap (``n_bootstrap > 0``, data matrix input only): the rows are resampled ``n_bootstrap``
+    times with ``random_state``, the estimator is re-run on each resample (with the same settings,
+    without the Gaussianity check), and ``effect_interval_`` holds the percentile interval at level
+    ``confidence`` (``(2,)`` for one effect, ``(k, 2)`` for k effects), ``bootstrap_effects_`` the
+    draws (NaN where a resample failed) and ``bootstrap_failures_`` their count. Without it
+    ``effect_interval_`` is ``None``.
+    """
 
     n_vars: ClassVar[int]
     variables: ClassVar[tuple[str, ...]]
     assumed_graph: ClassVar[str]
 
-    def __init__(self, *, unbiased: bool = False, gaussian_alpha: float = 1e-3) -> None:
+    def __init__(
+        self,
+        *,
+        unbiased: bool = False,
+        gaussian_alpha: float = 1e-3,
+        n_bootstrap: int = 0,
+        confidence: float = 0.95,
+        random_state: int | None = None,
+        min_rank_snr: float = MIN_RANK_SNR,
+    ) -> None:
         self.unbiased = unbiased
         self.gaussian_alpha = gaussian_alpha
+        self.n_bootstrap = n_bootstrap
+        self.confidence = confidence
+        self.random_state = random_state
+        self.min_rank_snr = min_rank_snr
 
     def _order(self) -> int:
         raise NotImplementedError
 
-    def _prepare(self, data: np.ndarray | Cumulants) -> Cumulants:
+    def _effect_from(self, cum: Cumulants) -> Any:
+        """The effect from (already checked) cumulants; may set fitted attributes."""
+        raise NotImplementedError
+
+    def _condition_pairs(self, cum: Cumulants) -> list[tuple[Cumulants, int, int, int]]:
+        """The (cumulants, j, i, n_latent) of every pair block the estimator's polynomials use."""
+        raise NotImplementedError
+
+    def _check_common_params(self) -> None:
         if not 0.0 < self.gaussian_alpha < 1.0:
             raise ValueError(f"gaussian_alpha must lie in (0, 1), got {self.gaussian_alpha}")
+        nb = self.n_bootstrap
+        if isinstance(nb, bool) or not isinstance(nb, int | np.integer) or nb < 0 or 0 < nb < 20:
+            raise ValueError(f"n_bootstrap must be 0 (off) or an int >= 20, got {nb!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {self.confidence}")
+        if not (math.isfinite(self.min_rank_snr) and self.min_rank_snr >= 0.0):
+            raise ValueError(f"min_rank_snr must be a finite number >= 0, got {self.min_rank_snr}")
+
+    def _check_rows(self, n: int | None) -> None:
+        if n is None:  # exact population cumulants
+            return
+        if n < MIN_ROWS:
+            raise ValueError(
+                f"{n} rows is too few: these estimators use cumulants up to order {max(self._order(), 4)}, "
+                f"whose sample values are dominated by noise below {MIN_ROWS} rows (the Gaussianity check "
+                f"is meaningless there too); at least {MIN_ROWS} rows are required, and "
+                f"{FEW_ROWS}+ recommended"
+            )
+        if n < FEW_ROWS:
+            warnings.warn(
+                f"only {n} rows: higher-order sample cumulants are very noisy below {FEW_ROWS} rows and "
+                "relative errors of tens of percent are typical; use n_bootstrap to see the spread",
+                SmallSampleWarning,
+                stacklevel=5,
+            )
+
+    def _prepare(self, data: np.ndarray | Cumulants) -> Cumulants:
+        self._check_common_params()
         order = max(self._order(), 4)
         if isinstance(data, Cumulants):
             if data.p != self.n_vars:
                 raise ValueError(
                     f"expected cumulants of {self.n_vars} variables {self.variables}, got {data.p}"
                 )
+            if self.n_bootstrap:
+                raise ValueError("n_bootstrap needs the data matrix (rows to resample), not cumulants")
+            self._check_rows(data.n_samples)
             cum = _as_cumulants(data, order)
         else:
-            X = check_data(data, min_samples=order + 1, n_cols=self.n_vars, name="data")
+            X = check_data(data, min_samples=1, n_cols=self.n_vars, name="data")
+            self._check_rows(len(X))
             cum = Cumulants.from_data(X, order, unbiased=self.unbiased)
         self.gaussian_pvalues_ = gaussianity_pvalues(cum)
         if (self.gaussian_pvalues_ > self.gaussian_alpha).all():
@@ -337,6 +520,68 @@ class _CumulantEstimator(BaseEstimator):
                 "cumulants carry no signal and the causal effect is not identifiable"
             )
         return cum
+
+    def _fit_checked(self, data: np.ndarray | Cumulants) -> Any:
+        """The shared fit: checks, the effect, the condition diagnostic and the optional bootstrap."""
+        cum = self._prepare(data)
+        effect = self._effect_from(cum)
+        pairs = self._condition_pairs(cum)
+        self.condition_ = float(max(block_condition(c, j, i, l) for c, j, i, l in pairs))
+        self.rank_snr_ = math.nan
+        if not isinstance(data, Cumulants):
+            X = np.asarray(data, dtype=float)
+            order = np.random.default_rng(0).permutation(len(X))  # fixed: the diagnostic is deterministic
+            with np.errstate(all="ignore"):
+                folds = [
+                    Cumulants.from_data(X[idx], max(self._order(), 4))
+                    for idx in np.array_split(order, _SNR_FOLDS)
+                ]
+                fold_pairs = [self._condition_pairs(f) for f in folds]
+                self.rank_snr_ = float(
+                    min(
+                        block_rank_snr(c, [fp[k][0] for fp in fold_pairs], j, i, l)
+                        for k, (c, j, i, l) in enumerate(pairs)
+                    )
+                )
+        if self.rank_snr_ < self.min_rank_snr:
+            warnings.warn(
+                f"the pair cumulant system is ill-conditioned for this sample: a cumulant block is "
+                f"{self.rank_snr_:.2g} standard errors from rank deficient (< {self.min_rank_snr:g}; "
+                f"condition number {self.condition_:.3g}), so the polynomial roots and the effect are "
+                "unstable (e.g. sources with near-equal cumulant ratios). More rows help; check the "
+                "spread with n_bootstrap",
+                CumulantConditionWarning,
+                stacklevel=3,
+            )
+        self.effect_interval_ = None
+        if self.n_bootstrap:
+            self._bootstrap(np.asarray(data, dtype=float))
+        return effect
+
+    def _bootstrap(self, X: np.ndarray) -> None:
+        rng = np.random.default_rng(self.random_state)
+        order = max(self._order(), 4)
+        saved = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+        draws = []
+        for _ in range(int(self.n_bootstrap)):
+            rows = rng.integers(0, len(X), size=len(X))
+            try:
+                with np.errstate(all="ignore"):
+                    cum = Cumulants.from_data(X[rows], order, unbiased=self.unbiased)
+                    draws.append(np.atleast_1d(np.asarray(self._effect_from(cum), dtype=float)))
+            except (ValueError, np.linalg.LinAlgError):  # a degenerate resample
+                draws.append(np.full(np.atleast_1d(saved["effect_"]).shape, np.nan))
+        for k, v in saved.items():  # _effect_from may overwrite fitted attributes
+            setattr(self, k, v)
+        B = np.vstack(draws)
+        B = np.where(np.isfinite(B), B, np.nan)
+        self.bootstrap_effects_ = B[:, 0] if np.ndim(self.effect_) == 0 else B
+        self.bootstrap_failures_ = int(np.isnan(B).any(axis=1).sum())
+        tail = (1.0 - self.confidence) / 2.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN bounds
+            q = np.nanquantile(B, [tail, 1.0 - tail], axis=0).T  # (k, 2)
+        self.effect_interval_ = q[0] if np.ndim(self.effect_) == 0 else q
 
     def fit(self, data: np.ndarray | Cumulants) -> Any:
         raise NotImplementedError
@@ -361,9 +606,22 @@ class ProxyCumulantEstimator(_CumulantEstimator):
         match: CM's last step: ``"placeholder"`` (the released code: the (T, Y) root matched to a
             0 placeholder) or ``"leftover"`` (the root left after matching the latent ratios; exact
             on population cumulants, but much noisier than the released rule at n <= 1e5).
+        tie_break: how an exact tie of a matching step is broken (the L1 matching costs of two
+            assignments are equal, e.g. whenever every latent ratio lies on one side of every root):
+            ``"latent"`` (default) takes, among the tied assignments of CM's last step, the one whose
+            latent ratios match their roots best (the root left over is then exact on population
+            cumulants), and elsewhere the first permutation; ``"first"`` takes the first permutation
+            in ``itertools`` order (the released rule in exact arithmetic); ``"released"`` compares
+            floats strictly as the released code, so rounding decides an exact tie (not
+            reproducible across BLAS builds or units). Ties are costs within ``TIE_RTOL`` (1e-9)
+            relative.
         alpha: weight of the proximity penalty in the minimisation.
         unbiased: use k-statistics (orders <= 4, i.e. l = 1 only).
         gaussian_alpha: level of the Jarque-Bera Gaussianity check.
+        n_bootstrap: row-bootstrap draws for ``effect_interval_`` (0: off; data matrix input only).
+        confidence: level of the bootstrap percentile interval.
+        random_state: seed of the bootstrap.
+        min_rank_snr: warn (:class:`CumulantConditionWarning`) when ``rank_snr_`` falls below it.
     """
 
     n_vars = 3
@@ -384,14 +642,27 @@ class ProxyCumulantEstimator(_CumulantEstimator):
         alpha: float = 1.0,
         unbiased: bool = False,
         gaussian_alpha: float = 1e-3,
+        tie_break: Literal["latent", "first", "released"] = "latent",
+        n_bootstrap: int = 0,
+        confidence: float = 0.95,
+        random_state: int | None = None,
+        min_rank_snr: float = MIN_RANK_SNR,
     ) -> None:
-        super().__init__(unbiased=unbiased, gaussian_alpha=gaussian_alpha)
+        super().__init__(
+            unbiased=unbiased,
+            gaussian_alpha=gaussian_alpha,
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            random_state=random_state,
+            min_rank_snr=min_rank_snr,
+        )
         self.n_latent = n_latent
         self.proxy_affects_treatment = proxy_affects_treatment
         self.refine = refine
         self.offset = offset
         self.match = match
         self.alpha = alpha
+        self.tie_break = tie_break
 
     def _order(self) -> int:
         return required_order(self.n_latent)
@@ -420,14 +691,25 @@ class ProxyCumulantEstimator(_CumulantEstimator):
             raise ValueError(f"match must be 'leftover' or 'placeholder', got {self.match!r}")
         if self.refine == "minimize" and (self.n_latent != 1 or not self.proxy_affects_treatment):
             raise ValueError("refine='minimize' is defined for the proxy-with-edge graph with n_latent=1")
-        cum = self._prepare(data)
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
+        self._fit_checked(data)
+        return self
+
+    def _effect_from(self, cum: Cumulants) -> float:
         if self.proxy_affects_treatment:
-            b = _icm_effect(cum, self.n_latent, self.offset, self.match)
+            b = _icm_effect(cum, self.n_latent, self.offset, self.match, self.tie_break)
         else:
-            b = _cm_effect(cum, self.n_latent, self.match)
+            b = _cm_effect(cum, self.n_latent, self.match, self.tie_break)
         self.cumulant_effect_ = b
         self.effect_ = _minimization_effect(cum, b, self.alpha) if self.refine == "minimize" else b
-        return self
+        return self.effect_
+
+    def _condition_pairs(self, cum: Cumulants) -> list[tuple[Cumulants, int, int, int]]:
+        pairs = [(cum, 0, 1, self.n_latent), (cum, 0, 2, self.n_latent)]
+        if not self.proxy_affects_treatment:
+            pairs.append((cum, 1, 2, self.n_latent))
+        return pairs
 
 
 class CumulantMinimization(ProxyCumulantEstimator):
@@ -435,7 +717,17 @@ class CumulantMinimization(ProxyCumulantEstimator):
 
     assumed_graph = "L -> Z, T, Y; Z -> T -> Y; no Z -> Y edge; non-Gaussian independent noises"
 
-    def __init__(self, *, alpha: float = 1.0, unbiased: bool = False, gaussian_alpha: float = 1e-3) -> None:
+    def __init__(
+        self,
+        *,
+        alpha: float = 1.0,
+        unbiased: bool = False,
+        gaussian_alpha: float = 1e-3,
+        n_bootstrap: int = 0,
+        confidence: float = 0.95,
+        random_state: int | None = None,
+        min_rank_snr: float = MIN_RANK_SNR,
+    ) -> None:
         super().__init__(
             1,
             proxy_affects_treatment=True,
@@ -443,6 +735,10 @@ class CumulantMinimization(ProxyCumulantEstimator):
             alpha=alpha,
             unbiased=unbiased,
             gaussian_alpha=gaussian_alpha,
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            random_state=random_state,
+            min_rank_snr=min_rank_snr,
         )
 
 
@@ -467,6 +763,9 @@ class UnderspecifiedIVEstimator(_CumulantEstimator):
     Args:
         unbiased: use k-statistics for the cumulants.
         gaussian_alpha: level of the Jarque-Bera Gaussianity check.
+        n_bootstrap, confidence, random_state, min_rank_snr: as for
+            :class:`ProxyCumulantEstimator` (``effect_interval_`` has shape ``(2, 2)``: one
+            ``[low, high]`` row per effect).
     """
 
     n_vars = 4
@@ -481,7 +780,18 @@ class UnderspecifiedIVEstimator(_CumulantEstimator):
 
     def fit(self, data: np.ndarray | Cumulants) -> UnderspecifiedIVEstimator:
         """Estimate ``effects_`` (shape ``(2,)``; ``effect_`` is the same array)."""
-        cum = self._prepare(data)
+        self._fit_checked(data)
+        return self
+
+    def _residual(self, cum: Cumulants) -> Cumulants:
+        rho = _iv_regressions(cum)
+        return cum.transform(np.eye(4) - np.outer(rho, np.eye(4)[0]))  # v' = v - rho_v Z
+
+    def _condition_pairs(self, cum: Cumulants) -> list[tuple[Cumulants, int, int, int]]:
+        res = self._residual(cum)
+        return [(res, 1, 3, 1), (res, 2, 3, 1)]
+
+    def _effect_from(self, cum: Cumulants) -> np.ndarray:
         rho = _iv_regressions(cum)
         M = np.eye(4) - np.outer(rho, np.eye(4)[0])  # v' = v - rho_v Z
         res = cum.transform(M)
@@ -493,7 +803,7 @@ class UnderspecifiedIVEstimator(_CumulantEstimator):
         self.roots_ = (r1, r2)
         self.effects_ = _project(beta, rho[1:3], float(rho[3]))  # step 4
         self.effect_ = self.effects_
-        return self
+        return self.effects_
 
 
 # ----------------------------------------------------------------------------------------------
