@@ -489,3 +489,80 @@ def test_check_config_arms_criteria_and_validation() -> None:
         RMTCheckConfig(lrs=())
     with pytest.raises(ValueError, match="n_ctx"):
         RMTCheckConfig(train=LMTrainConfig(seq_len=128))
+
+
+# ---------------------------------------------------------------- the transformers causal-LM interface
+
+
+def _hf_rmt(pos: str = "learned"):  # type: ignore[no-untyped-def]
+    from icml25.language.residual_matrix_transformer.hf import RMTForCausalLM, RMTLMConfig
+
+    torch.manual_seed(0)
+    config = RMTLMConfig(
+        vocab_size=50, n_ctx=32, n_layers=2, d_key=8, d_value=16, rank=4, d_ff=64,
+        zero_init_unembed=False, pos=pos,
+    )  # fmt: skip
+    return RMTForCausalLM(config).eval()
+
+
+def _greedy(model, ids: torch.Tensor, steps: int) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    for _ in range(steps):  # no cache, no padding: the reference loop
+        ids = torch.cat([ids, model.rmt(ids)[:, -1:].argmax(-1)], dim=1)
+    return ids
+
+
+def test_hf_forward_equals_the_model_and_labels_give_the_shifted_loss() -> None:
+    model = _hf_rmt()
+    ids = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(1))
+    labels = ids.clone()
+    labels[0, 3] = -100
+    out = model(input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, model.rmt(ids))
+    keep = labels[:, 1:] != -100
+    manual = -torch.log_softmax(out.logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0][keep].mean()
+    torch.testing.assert_close(out.loss, manual)
+    with pytest.raises(ValueError, match="attention_mask must be"):
+        model(input_ids=ids, attention_mask=torch.ones(2, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("pos", ["learned", "alibi"])
+def test_hf_generate_with_cache_and_left_padding_equals_the_uncached_loop(pos: str) -> None:
+    model = _hf_rmt(pos)
+    ids = torch.randint(1, 50, (2, 6), generator=torch.Generator().manual_seed(2))
+    out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=0)
+    assert torch.equal(out, _greedy(model, ids, 5))
+    short = ids[1, 2:]  # row 1 two tokens shorter, left-padded
+    padded = torch.stack([ids[0], torch.cat([torch.zeros(2, dtype=torch.long), short])])
+    mask = (torch.arange(6) >= torch.tensor([[0], [2]])).long()
+    out = model.generate(padded, attention_mask=mask, max_new_tokens=5, do_sample=False, pad_token_id=0)
+    assert torch.equal(out[0], _greedy(model, ids[:1], 5)[0])
+    assert torch.equal(out[1, 2:], _greedy(model, short[None], 5)[0])
+
+
+def test_hf_save_pretrained_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from transformers import AutoModelForCausalLM
+
+    from icml25.language.residual_matrix_transformer.hf import RMTForCausalLM
+
+    model = _hf_rmt("alibi")
+    model.save_pretrained(tmp_path / "rmt")
+    saved = json.loads((tmp_path / "rmt" / "config.json").read_text())
+    assert saved["model_type"] == "icml25_rmt" and saved["d_key"] == 8 and saved["pos"] == "alibi"
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "rmt")
+    assert isinstance(again, RMTForCausalLM) and again.config.to_rmt() == model.config.to_rmt()
+    ids = torch.randint(0, 50, (2, 5), generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(again(input_ids=ids).logits, model(input_ids=ids).logits)
+
+
+def test_cached_decoding_refuses_positions_past_the_context() -> None:
+    from icml25.nn.attention import KVCache
+
+    model = _hf_rmt().rmt
+    caches = [KVCache() for _ in model.layers]
+    model(torch.zeros(1, 30, dtype=torch.long), caches=caches)
+    with pytest.raises(ValueError, match="30 cached \\+ 3 new positions exceed n_ctx=32"):
+        model(torch.zeros(1, 3, dtype=torch.long), caches=caches)
+    with pytest.raises(ValueError, match="caches: 1 caches for 2 layers"):
+        model(torch.zeros(1, 3, dtype=torch.long), caches=caches[:1])

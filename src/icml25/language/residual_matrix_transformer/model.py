@@ -34,7 +34,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 
 from icml25.core.validate import check_fields
-from icml25.nn.attention import scaled_dot_product_attention
+from icml25.nn.attention import KVCache, scaled_dot_product_attention
 from icml25.nn.blocks import TransformerBlock, make_norm
 from icml25.nn.embeddings import alibi_bias
 
@@ -282,14 +282,27 @@ class RMTAttention(nn.Module):
         self.qkv_read = nn.Parameter(torch.empty(3 * cfg.rank, cfg.d_key))  # r_Q, r_K, r_V (Eq. 22)
         self.out_write = nn.Parameter(torch.empty(cfg.rank, cfg.d_key))  # w_O (Eq. 20)
 
-    def forward(self, x_t: Tensor, bias: Tensor | None = None) -> Tensor:
-        """``x_t (b, n, v, k)`` → the stored update, same shape."""
+    def forward(
+        self,
+        x_t: Tensor,
+        bias: Tensor | None = None,
+        *,
+        key_padding_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """``x_t (b, n, v, k)`` → the stored update, same shape. With ``cache``, the new keys and
+        values are appended to the cached ones and the n queries are the last n positions;
+        ``key_padding_mask (b, cached + n)`` is True at real tokens."""
         qkv = _retrieve(self.norm(x_t), self.qkv_read)  # Eq. 22: (b, n, v, 3r)
         q, k, v = qkv.permute(0, 3, 1, 2).chunk(3, dim=1)  # 3 × (b, r, n, v)
+        if cache is not None:
+            k, v = cache.append(k, v)
         scale = 1.0 / math.sqrt(self.cfg.d_value)
         if self.cfg.inverse_layer_scaling:
             scale /= self.layer + 1
-        out = scaled_dot_product_attention(q, k, v, causal=True, bias=bias, scale=scale)  # Eq. 21
+        out = scaled_dot_product_attention(
+            q, k, v, causal=True, key_padding_mask=key_padding_mask, bias=bias, scale=scale
+        )  # Eq. 21
         return _store(self.out_write, out.permute(0, 2, 3, 1))  # Eq. 20
 
 
@@ -323,8 +336,15 @@ class RMTLayer(nn.Module):
         self.attn = RMTAttention(cfg, layer)
         self.ff = RMTFeedForward(cfg)
 
-    def forward(self, x_t: Tensor, bias: Tensor | None = None) -> Tensor:
-        x_t = x_t + self.attn(x_t, bias)
+    def forward(
+        self,
+        x_t: Tensor,
+        bias: Tensor | None = None,
+        *,
+        key_padding_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        x_t = x_t + self.attn(x_t, bias, key_padding_mask=key_padding_mask, cache=cache)
         return x_t + self.ff(x_t)
 
 
@@ -386,11 +406,14 @@ class ResidualMatrixTransformer(nn.Module):
         else:
             lecun_normal_(self.unembedding.weight, cfg.core_width, std)
 
-    def _embed_t(self, tokens: Tensor) -> Tensor:
+    def _embed_t(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.cfg.vocab_size, self.cfg.n_ctx)
         data = self.tok_emb[tokens.long()]  # (b, n, v, r)
         if self.pos_emb is not None:
-            pos = self.pos_emb[: tokens.shape[1]].expand(tokens.shape[0], -1, -1, -1)
+            if positions is None:
+                pos = self.pos_emb[: tokens.shape[1]].expand(tokens.shape[0], -1, -1, -1)
+            else:
+                pos = self.pos_emb[positions.long()]
             data = torch.cat([data, pos], dim=-1)  # (b, n, v, 2r)
         return _store(self.emb_write, data)
 
@@ -405,18 +428,43 @@ class ResidualMatrixTransformer(nn.Module):
         """Eq. (26)-(27): residual matrices ``(b, n, k, v)`` → logits ``(b, n, V)``."""
         return self._unembed_t(state.transpose(-1, -2))
 
-    def attention_bias(self, n: int) -> Tensor | None:
-        """ALiBi biases ``(r, n, n)`` when ``pos == "alibi"``, else None."""
+    def attention_bias(self, n: int, m: int | None = None) -> Tensor | None:
+        """ALiBi biases ``(r, n, m)`` (the n queries are the last of m keys) when ``pos == "alibi"``."""
         if self.cfg.pos != "alibi":
             return None
-        return alibi_bias(self.cfg.rank, n).to(self.tok_emb.device, self.tok_emb.dtype)
+        return alibi_bias(self.cfg.rank, n, m).to(self.tok_emb.device, self.tok_emb.dtype)
 
-    def forward(self, tokens: Tensor) -> Tensor:
-        """``tokens (b, n)`` integer ids → logits ``(b, n, V)`` (causal: position i sees ≤ i)."""
-        x_t = self._embed_t(tokens)
-        bias = self.attention_bias(tokens.shape[1])
-        for layer in self.layers:
-            x_t = layer(x_t, bias)
+    def forward(
+        self,
+        tokens: Tensor,
+        *,
+        key_padding_mask: Tensor | None = None,
+        positions: Tensor | None = None,
+        caches: list[KVCache] | None = None,
+    ) -> Tensor:
+        """``tokens (b, n)`` integer ids → logits ``(b, n, V)`` (causal: position i sees ≤ i).
+
+        For incremental decoding (:mod:`.hf` uses it): ``caches`` holds one :class:`KVCache` per
+        layer (the tokens are the n after the cached ones), ``key_padding_mask (b, cached + n)`` is
+        True at real tokens, and ``positions (b, n)`` index the learned position table (default
+        ``cached, …, cached + n − 1``; with left padding, count real tokens only).
+        """
+        past = len(caches[0]) if caches else 0
+        if caches is not None and len(caches) != len(self.layers):
+            raise ValueError(f"caches: {len(caches)} caches for {len(self.layers)} layers")
+        if past:
+            _check_tokens(tokens, self.cfg.vocab_size, self.cfg.n_ctx)
+            if past + tokens.shape[1] > self.cfg.n_ctx:
+                raise ValueError(
+                    f"tokens: {past} cached + {tokens.shape[1]} new positions exceed n_ctx={self.cfg.n_ctx}"
+                )
+        if positions is None and past:
+            positions = torch.arange(past, past + tokens.shape[1], device=tokens.device).expand_as(tokens)
+        x_t = self._embed_t(tokens, positions)
+        bias = self.attention_bias(tokens.shape[1], past + tokens.shape[1])
+        for i, layer in enumerate(self.layers):
+            cache = caches[i] if caches is not None else None
+            x_t = layer(x_t, bias, key_padding_mask=key_padding_mask, cache=cache)
         return self._unembed_t(x_t)
 
 
