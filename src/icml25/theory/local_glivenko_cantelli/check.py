@@ -105,8 +105,9 @@ ARMS = (OURS, *COMPETITORS, BEST, HYBRID, *REFERENCES)
 #: the minimax headline's non-inferiority margin (log scale): a factor 2 in worst-case risk
 LOG_FACTOR_2 = math.log(2.0)
 MINIMAX_EFFECT_SOURCE = (
-    "the minimax-rate statement read numerically: no competitor's worst case is smaller than the EME's by more "
-    "than a constant factor; declared as a factor 2 (log 2), the factor of the earlier wc_factor = 0.5"
+    "the minimax-rate statement read numerically: no competitor's worst case is smaller than the EME's "
+    "by more than a constant factor; declared as a factor 2 (log 2), the factor of the earlier "
+    "wc_factor = 0.5"
 )
 BLOCK_LEVELS = tuple(float(x) for x in np.geomspace(1e-4, 0.5, 24))
 Q_GRID = tuple(float(x) for x in np.geomspace(1e-4, 0.45, 40))
@@ -714,8 +715,9 @@ class LocalGlivenkoCantelliCheck(ClaimCheck[LGCConfig]):
         ax = axes[0]
         for arm in (OURS, *COMPETITORS, ZERO):
             per_seed = np.array([np.asarray(o.series["minimax"]["wc"][arm], dtype=float) for o in outcomes])
-            color = arm_color(arm, OURS, CLAIM.baselines)
-            ax.plot(ns, per_seed.mean(axis=0), marker="o", color=color, label=arm)
+            color = "0.55" if arm == ZERO else arm_color(arm, OURS, CLAIM.baselines)
+            ls = "--" if arm == ZERO else "-"
+            ax.plot(ns, per_seed.mean(axis=0), marker="o", ls=ls, color=color, label=arm)
             ax.fill_between(ns, per_seed.min(axis=0), per_seed.max(axis=0), color=color, alpha=0.15, lw=0)
         lb = np.asarray(outcomes[0].series["minimax"]["wc"][LOWER], dtype=float)
         ax.plot(ns, lb, color="0.3", ls=":", marker="x", label="testing lower bound")
