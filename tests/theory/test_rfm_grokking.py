@@ -544,10 +544,23 @@ def test_check_small_criteria_are_all_measured_at_toy_size() -> None:
         seeds=[0, 1],
         overrides={"p": 11, "iters": 8, "net_width": 16, "net_epochs": 4, "net_measure_every": 2},
     )
-    assert len(result.criteria) == 16
-    unmeasured = [c.name for c in result.criteria if c.passed is None]
+    assert len(result.criteria) == 22  # 2 operations x (1 paired + 8 thresholds) + 2 x 2 gates
+    unmeasured = [c.name for c in result.criteria if c.value is None or c.threshold is None]
     assert not unmeasured, unmeasured
-    assert {f.file for f in result.figures} == {"grokking_curves.png", "feature_block.png", "network.png"}
+    head = next(c for c in result.criteria if c.role == "headline")
+    assert head.name == "add_beats_fixed" and head.interval is not None  # paired over seeds and pairs
+    assert {c.name for c in result.criteria if c.role == "gate"} == {
+        f"{op}_{g}" for op in ("add", "mul") for g in ("positive_control", "floor_low")
+    }
+    m = result.metrics
+    for op in ("add", "mul"):  # the floor is about 1/p (2/p for x: label 0 covers 2p - 1 pairs)
+        assert m["majority"][f"{op}/test_acc"].max <= 2.5 / 11
+    assert {f.file for f in result.figures} == {
+        "grokking_curves.png",
+        "feature_block.png",
+        "network.png",
+        "paired_intervals.png",
+    }
 
 
 def test_check_config_validation() -> None:
@@ -584,8 +597,15 @@ def test_grokking_metrics_on_a_synthetic_history() -> None:
     assert m["iteration_99"] == 9 and m["final_test_acc"] == 1.0 and m["train_mse_max"] == 1e-9
     assert m["alignment_pre_jump"] == pytest.approx(0.7 + 0.03 * 7)
     assert m["circ_dev_ratio_final"] == pytest.approx(0.05)
+    # the rise: from 0.02 + 0.098 (reached at t = 8) to 0.02 + 0.882 (t = 9), after 8 flat iterations
+    assert m["flat_iters"] == 8 and m["rise_iters"] == 1 and m["rise_over_flat"] == pytest.approx(1 / 8)
+    creep = grokking_metrics(
+        [0.0, 0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0], [0.0] * 8, [nan] + [0.5] * 7, [0.0] * 8
+    )
+    assert creep["flat_iters"] == 2 and creep["rise_iters"] == 4 and creep["rise_over_flat"] == 2.0
     never = grokking_metrics([0.0] * 8, [0.0] * 8, [nan, 0.0] + [0.0] * 6, [0.0] * 8)
     assert never["jump_iteration"] == 8 and never["iteration_99"] == 8
+    assert never["rise_iters"] == 8 and never["rise_over_flat"] == 1.0  # an unfinished rise is not sharp
     assert math.isnan(never["circ_dev_ratio_pre_jump"])  # zero deviation at t = 1: no ratio
     with pytest.raises(ValueError, match="iterations"):
         grokking_metrics([0.0] * 3, [0.0] * 3, [0.0] * 3, [0.0] * 3)
@@ -601,7 +621,7 @@ def test_full_preset_runs_a_few_steps_on_cpu() -> None:
     assert set(result.metrics["rfm"]) >= {f"{op}/final_test_acc" for op in config.ops}
     corr = result.metrics["quadratic_net"]["div/nfm_agop_corr"].mean
     assert -1.0 <= corr <= 1.0  # NaN fails here
-    assert len(result.criteria) == 32  # all four operations are judged at full scale
+    assert len(result.criteria) == 44  # all four operations are judged at full scale (36 + 8 gates)
 
 
 def _judged(claim: object, scale: str) -> set[tuple]:
@@ -617,19 +637,26 @@ def test_claim_for_each_preset_judges_the_same_criteria_as_the_class_claim() -> 
 
     small = CHECK.claim_for(CHECK.config("small"))
     assert small == CHECK.claim
-    assert len(small.criteria_at("small")) == 16 and small.headline == "add_groks"
+    assert len(small.criteria_at("small")) == 18 and small.headline == "add_beats_fixed"
+    head = small.headline_criterion()
+    assert head.other_arm == "fixed_kernel" and head.smallest_effect == 0.5 and head.effect_source
+    assert set(small.references) == {"majority", "random_circulant"} and small.controls == (
+        "random_circulant",
+    )
+    assert len(small.gates_at("small")) == 4
     assert any(c.description.endswith("by iteration 30") for c in small.criteria)
     full = CHECK.claim_for(CHECK.config("full"))
     assert {c[0] for c in _judged(full, "full")} == {
         f"{op}_{name}"
         for op in ("add", "sub", "mul", "div")
         for name in (
+            "beats_fixed",
             "groks",
             "interpolates",
             "flat_start",
             "hidden_progress",
             "fixed_kernel_chance",
-            "random_circulant_generalizes",
+            "sharp",
             "net_nfm_matches_agop",
             "net_generalizes",
         )
@@ -653,13 +680,20 @@ def test_operation_override_yields_criteria_the_check_measures(tmp_path) -> None
     }
     config = CHECK.config("small", overrides)
     claim = CHECK.claim_for(config)
-    assert claim.headline == "sub_groks" and claim.headline_baseline == "fixed_kernel.sub/final_test_acc"
+    assert claim.headline == "sub_beats_fixed" and claim.headline_baseline is None
     assert all(c.name.startswith("sub_") and c.metric.startswith("sub/") for c in claim.criteria)
     assert any(c.description.endswith("by iteration 8") for c in claim.criteria)
     ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
-    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
-    results = [evaluate_criterion(c, metrics) for c in claim.criteria_at("small")]
-    assert len(results) == 8
+    outcome = CHECK.run_seed(config, 0, ctx)
+    metrics = summarize_metrics([outcome.metrics])
+    for arm in ("rfm", "fixed_kernel"):  # the per-pair rows behind the paired interval match the curve
+        rows = outcome.items[arm]["sub/final_test_acc"]
+        assert rows.shape == (len(modular_dataset(11, "sub", 0.5, seed=0).X_test),)
+        assert rows.mean() == pytest.approx(outcome.metrics[arm]["sub/final_test_acc"], abs=1e-12)
+    results = [
+        evaluate_criterion(c, metrics) for c in (*claim.gates_at("small"), *claim.criteria_at("small"))
+    ]
+    assert len(results) == 11
     assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
 
 
@@ -672,3 +706,25 @@ def test_config_errors_name_the_field() -> None:
         RFMGrokkingConfig(ridge=-1.0)
     with pytest.raises(ValueError, match=r"RFMGrokkingConfig\.net_epochs must be a positive integer"):
         RFMGrokkingConfig(net_epochs=0)
+
+
+def test_sharpness_criterion_tells_a_jump_from_a_creep() -> None:
+    """Emergence is a criterion that can fail: at p = 31 with half the pairs for training, 20 RFM
+    iterations creep (0.02, 0.07, 0.14, ..., 0.57: the top-level README's example), while with 60 %
+    training pairs (and in the paper README's p = 17 example) accuracy stays at 0 and then rises to
+    ~100 % within a few iterations."""
+    from icml25.theory.rfm_grokking.check import SHARP_MAX, grokking_metrics
+
+    def curve(p: int, frac: float, iters: int) -> dict[str, float]:
+        ds = modular_dataset(p=p, op="add", train_frac=frac, seed=0)
+        rfm = RFM(kernel=GaussianMahalanobisKernel(bandwidth=2.5), iters=iters, op="add")
+        h = rfm.fit(ds.X_train, ds.Y_train, eval_sets={"test": (ds.X_test, ds.Y_test)}).history_
+        acc = [r.test_acc for r in h]
+        return grokking_metrics(acc, [r.train_mse for r in h], [r.circulant_deviation for r in h], acc)
+
+    creep = curve(31, 0.5, 20)
+    assert creep["final_test_acc"] < 0.9 and creep["rise_over_flat"] > SHARP_MAX
+    for p, frac, iters in ((31, 0.6, 20), (17, 0.7, 15)):
+        jump = curve(p, frac, iters)
+        assert jump["test_acc_max_first5"] == 0.0 and jump["final_test_acc"] >= 0.99
+        assert jump["flat_iters"] >= 5 and jump["rise_over_flat"] <= SHARP_MAX, jump
