@@ -41,6 +41,13 @@ BENCH_EPILOG = """examples:
   icml25 bench condensed_sparse_solver --json    # everything after the slug goes to the benchmark
   icml25 bench llm --batches 1,8,32              # the embedded LLM's generation tokens/s vs the CPU ceiling
 """
+MERGE_EPILOG = """examples:
+  icml25 merge iso.yaml merged/   # write merged/model.safetensors and the base model's config files
+
+A recipe uses mergekit's field names (merge_method, base_model, models, parameters, dtype); methods:
+iso_c, iso_cts, tsv_m, ties, task_arithmetic, average. A listed model that is a PEFT LoRA adapter
+folder contributes its task matrices s * B A. See icml25.language.isotropic_merging.recipe.
+"""
 REPORT_EPILOG = """examples:
   icml25 report                                  # results/ -> report/REPORT.md, report/index.html
   icml25 report --results /tmp/res --out /tmp/report
@@ -545,6 +552,45 @@ def _bench_file(paper: Paper) -> Path:
     return Path(icml25.__file__).parent / paper.domain / paper.slug / "bench.py"
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Run a mergekit-style recipe with the isotropic-merging rules and write the merged model folder."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from icml25.language.isotropic_merging.recipe import parse_recipe, run_recipe
+
+    recipe_path = Path(args.recipe)
+    if not recipe_path.is_file():
+        raise CliError(f"recipe: no file at {recipe_path}")
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise CliError(f"out: {out} exists and is not empty (pass --overwrite to replace its files)")
+    recipe = parse_recipe(recipe_path.read_text(encoding="utf-8"), relative_to=recipe_path.parent)
+    print(
+        f"merging {len(recipe.models)} models with {recipe.merge_method} (alpha {recipe.alpha:g})", flush=True
+    )
+    merged = run_recipe(recipe)
+    out.mkdir(parents=True, exist_ok=True)
+    base = Path(recipe.base_model)
+    if base.is_dir():  # the base's config, tokenizer and generation files describe the merged model too
+        for f in base.iterdir():
+            if (
+                f.is_file()
+                and f.suffix not in (".safetensors", ".bin", ".pt", ".pth")
+                and f.name != "model.safetensors.index.json"
+            ):
+                shutil.copy2(f, out / f.name)
+    save_file(
+        {k: v.contiguous() for k, v in merged.items()},
+        str(out / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
+    shutil.copy2(recipe_path, out / "merge_recipe.yaml")
+    print(f"wrote {out / 'model.safetensors'} ({len(merged)} tensors)")
+    return EXIT_OK
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run a paper's side-by-side speed benchmark (``<paper>/bench.py:main``) with the remaining args."""
     from icml25.catalog import resolve
@@ -572,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reference implementations and claim checks for 38 ICML 2025 papers.",
         parents=[common],
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report,bench}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,check,report,bench,merge}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser(
@@ -663,6 +709,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("slug", help="a paper with a bench.py, or 'llm' for the language-model backend")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS", help="passed to the benchmark")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "merge",
+        parents=[common],
+        help="merge fine-tunes or LoRA adapters from a mergekit-style YAML recipe (Iso-C, Iso-CTS, ...)",
+        epilog=MERGE_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("recipe", help="the YAML recipe")
+    p.add_argument("out", help="folder for the merged model")
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty OUT")
+    p.set_defaults(func=cmd_merge)
     return parser
 
 

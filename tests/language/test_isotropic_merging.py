@@ -19,6 +19,7 @@ from icml25.language.isotropic_merging import (
     encode_task,
     finetune_subset,
     label_accuracy,
+    load_state_dict,
     make_task,
     mean_sar,
     merge_average,
@@ -436,3 +437,144 @@ def test_full_config_constructs() -> None:
     assert cfg.n_train_layers == 30 and len(cfg.alphas) == 30
     names = [c.name for c in CHECK.claim_for(CHECK.config("small")).criteria]
     assert {"iso_c_vs_tsv_m", "iso_cts_vs_tsv_m", "iso_c_vs_task_arithmetic"} <= set(names)
+
+
+# ---------------------------------------------------------------- model objects and LoRA adapters
+
+
+def _peft_lora(seed: int, **config):  # type: ignore[no-untyped-def]
+    from peft import LoraConfig, get_peft_model
+
+    from icml25.llm import tiny_random_llama
+
+    base = tiny_random_llama(vocab_size=40, num_hidden_layers=2, seed=0)
+    model = get_peft_model(base, LoraConfig(task_type="CAUSAL_LM", **config))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:  # lora_B starts at zero: give every factor values
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+        dict(
+            r=4, lora_alpha=8, target_modules=["q_proj", "down_proj", "embed_tokens"], use_rslora=True,
+            rank_pattern={"down_proj": 2}, alpha_pattern={"layers.1.self_attn.q_proj": 3},
+        ),
+    ],
+)  # fmt: skip
+def test_lora_task_vector_equals_what_peft_merges(config: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.language.isotropic_merging.adapters import lora_task_vector
+
+    model = _peft_lora(1, **config)
+    model.save_pretrained(tmp_path / "adapter")
+    base = {k: v.clone() for k, v in model.get_base_model().state_dict().items() if "lora_" not in k}
+    from_folder = lora_task_vector(tmp_path / "adapter")
+    from_object = lora_task_vector(model)
+    merged = model.merge_and_unload().state_dict()
+    expected = {k: merged[k.replace(".base_layer", "")] - v for k, v in base.items()}
+    expected = {k.replace(".base_layer", ""): v for k, v in expected.items() if v.abs().max() > 0}
+    if "lm_head.weight" in expected:  # tied to the embedding: one weight, keyed by the embedding's name
+        torch.testing.assert_close(expected.pop("lm_head.weight"), expected["model.embed_tokens.weight"])
+    assert set(from_folder) == set(expected) == set(from_object)
+    for name, delta in from_folder.items():
+        torch.testing.assert_close(delta, expected[name], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(from_object[name], delta)
+
+
+def test_lora_task_vectors_share_names_and_merge(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.language.isotropic_merging.adapters import lora_task_vectors
+
+    a = _peft_lora(1, r=2, lora_alpha=4, target_modules=["q_proj"])
+    b = _peft_lora(2, r=2, lora_alpha=4, target_modules=["v_proj"])
+    tvs = lora_task_vectors([a, b])
+    assert tvs[0].keys() == tvs[1].keys()
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert tvs[1][q].abs().max() == 0 and tvs[0][q].abs().max() > 0
+    merged = merge_iso_c(tvs)
+    assert merged.keys() == tvs[0].keys()
+    with pytest.raises(ValueError, match="not a PEFT adapter folder"):
+        lora_task_vectors([tmp_path])
+    with pytest.raises(TypeError, match="PeftModel"):
+        lora_task_vectors([object()])
+
+
+def test_model_objects_are_accepted_as_checkpoints() -> None:
+    base, tuned = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    (tv,) = task_vectors(base, [tuned])
+    torch.testing.assert_close(tv["weight"], tuned.weight.detach() - base.weight.detach())
+    with pytest.raises(TypeError, match="sequence of state dicts, models or paths"):
+        task_vectors(base, tuned)  # type: ignore[arg-type]
+
+
+def test_embeddings_and_heads_are_matrices_and_text_projection_is_averaged() -> None:
+    gen = torch.Generator().manual_seed(0)
+    tvs = [
+        {
+            name: torch.randn(6, 4, generator=gen)
+            for name in ("embed_tokens.weight", "lm_head.weight", "text_projection")
+        }
+        for _ in range(2)
+    ]
+    merged = merge_iso_c(tvs)
+    s = torch.linalg.svdvals(merged["lm_head.weight"])
+    torch.testing.assert_close(s, s.mean().expand_as(s))  # isotropic spectrum
+    torch.testing.assert_close(
+        merged["text_projection"], (tvs[0]["text_projection"] + tvs[1]["text_projection"]) / 2
+    )
+
+
+def test_merge_command_runs_a_mergekit_style_recipe(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two full fine-tunes and one LoRA adapter, merged by `icml25 merge`, load back with transformers."""
+    from transformers import AutoModelForCausalLM
+
+    from icml25.cli import main
+    from icml25.language.isotropic_merging.recipe import parse_recipe, run_recipe
+    from icml25.llm import tiny_random_llama
+
+    base = tiny_random_llama(vocab_size=40, num_hidden_layers=2, seed=0)
+    base.save_pretrained(tmp_path / "base")
+    theta0 = load_state_dict(tmp_path / "base")  # tied: the folder stores the embedding once
+    for i in range(2):
+        tuned = tiny_random_llama(vocab_size=40, num_hidden_layers=2, seed=0)
+        with torch.no_grad():
+            for p in tuned.parameters():
+                p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(10 + i)))
+        tuned.save_pretrained(tmp_path / f"ft{i}")
+    _peft_lora(3, r=2, lora_alpha=4, target_modules=["q_proj"]).save_pretrained(tmp_path / "lora")
+    text = """
+merge_method: iso_cts
+base_model: base
+models:
+  - model: ft0
+  - model: ft1
+  - model: lora
+parameters:
+  alpha: 0.5
+  common_space_fraction: 0.8
+"""
+    (tmp_path / "recipe.yaml").write_text(text)
+    assert main(["merge", str(tmp_path / "recipe.yaml"), str(tmp_path / "merged")]) == 0
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
+    recipe = parse_recipe(text, relative_to=tmp_path)
+    expected = run_recipe(recipe)
+    tvs = task_vectors(theta0, [tmp_path / "ft0", tmp_path / "ft1"])
+    from icml25.language.isotropic_merging.adapters import lora_task_vector
+
+    lora = lora_task_vector(tmp_path / "lora")
+    tvs.append({k: lora.get(k, torch.zeros_like(v)) for k, v in tvs[0].items()})
+    by_hand = apply_merge(theta0, merge_iso_cts(tvs, common_space_fraction=0.8), 0.5)
+    state = merged.state_dict()
+    for name in theta0:
+        torch.testing.assert_close(expected[name], by_hand[name])
+        torch.testing.assert_close(state[name], by_hand[name])
+    assert (tmp_path / "merged" / "merge_recipe.yaml").is_file()
+    assert main(["merge", str(tmp_path / "recipe.yaml"), str(tmp_path / "merged")]) == 2  # OUT not empty
+    with pytest.raises(ValueError, match="do not apply to ties"):
+        parse_recipe(text.replace("iso_cts", "ties"))
+    with pytest.raises(ValueError, match="merge_method must be one of"):
+        parse_recipe(text.replace("iso_cts", "slerp"))

@@ -2,7 +2,9 @@
 from *No Task Left Behind: Isotropic Model Merging with Common and Task-Specific Subspaces*
 (Marczak et al., ICML 2025, arXiv 2502.04959)."""
 
+from .adapters import lora_task_vector, lora_task_vectors
 from .merging import (
+    OFFICIAL_EXCLUDE,
     StateDict,
     apply_merge,
     is_matrix_param,
@@ -18,6 +20,7 @@ from .merging import (
     subspace_alignment_ratio,
     task_vectors,
 )
+from .recipe import MERGE_METHODS, MergeRecipe, parse_recipe, run_recipe
 from .tasks import (
     TASK_NAMES,
     LabelCodec,
@@ -31,6 +34,13 @@ from .tasks import (
 )
 
 __all__ = [
+    "MERGE_METHODS",
+    "MergeRecipe",
+    "OFFICIAL_EXCLUDE",
+    "lora_task_vector",
+    "lora_task_vectors",
+    "parse_recipe",
+    "run_recipe",
     "TASK_NAMES",
     "LabelCodec",
     "StateDict",

@@ -24,7 +24,10 @@ architecture merge unchanged. Conventions (Section 3 of the paper): the task mat
   dominant left singular subspace of a merged matrix (the rank that holds 95 % of its energy).
 
 Parameters that are not matrices (biases, norms, 1-D tensors) are merged by plain averaging in
-both Iso methods, as in the paper.
+both Iso methods, as in the paper. As in the official code (``src/utils/iso.py``), every other 2-D
+floating tensor is a matrix, token embeddings and output heads included; the one name it excludes,
+CLIP's ``text_projection``, is the default ``exclude`` (:data:`OFFICIAL_EXCLUDE`). Integer buffers
+never enter a task vector.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "OFFICIAL_EXCLUDE",
     "StateDict",
     "apply_merge",
     "is_matrix_param",
@@ -54,6 +58,9 @@ __all__ = [
 ]
 
 StateDict = Mapping[str, Tensor]
+#: Names the official code keeps out of the spectral treatment (averaged instead): CLIP's
+#: ``text_projection``. Every other 2-D tensor, token embeddings and LM heads included, is a matrix.
+OFFICIAL_EXCLUDE: tuple[str, ...] = ("text_projection",)
 MatrixPredicate = Callable[[str, Tensor], bool]
 
 
@@ -62,18 +69,26 @@ def is_matrix_param(name: str, tensor: Tensor) -> bool:
     return tensor.ndim == 2 and tensor.is_floating_point()
 
 
-def load_state_dict(source: str | Path | StateDict) -> dict[str, Tensor]:
-    """A state dict from a mapping, a Hugging Face model folder or a ``.pt``/``.safetensors`` file.
+def load_state_dict(source: str | Path | StateDict | torch.nn.Module) -> dict[str, Tensor]:
+    """A state dict from a mapping, a model object (``nn.Module``, e.g. a transformers model), a
+    Hugging Face model folder or a ``.pt``/``.safetensors`` file.
 
     Raises:
         ValueError: if ``source`` is an empty mapping, a missing path, or a folder without weights.
     """
+    if isinstance(source, torch.nn.Module):
+        state = {k: v.detach() for k, v in source.state_dict().items()}
+        if not state:
+            raise ValueError(f"source: the {type(source).__name__} has no parameters or buffers")
+        return state
     if isinstance(source, Mapping):
         if not source:
             raise ValueError("source is an empty state dict")
         return {str(k): v for k, v in source.items()}
     if not isinstance(source, (str, Path)):
-        raise TypeError(f"source must be a state dict, a folder or a file path, got {type(source).__name__}")
+        raise TypeError(
+            f"source must be a state dict, a model, a folder or a file path, got {type(source).__name__}"
+        )
     path = Path(source)
     if path.is_dir():
         files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
@@ -112,16 +127,16 @@ def _check_state(name: str, sd: StateDict) -> None:
 
 
 def task_vectors(
-    pretrained: StateDict | str | Path,
-    finetuned: Sequence[StateDict | str | Path],
+    pretrained: StateDict | str | Path | torch.nn.Module,
+    finetuned: Sequence[StateDict | str | Path | torch.nn.Module],
     *,
     keys: Sequence[str] | None = None,
 ) -> list[dict[str, Tensor]]:
     """Task matrices ``Δ_t = θ_t − θ_0`` (float32) for every floating parameter (or only ``keys``).
 
     Args:
-        pretrained: the common base, as a state dict or a path (:func:`load_state_dict`).
-        finetuned: one or more fine-tuned checkpoints of the same architecture.
+        pretrained: the common base, as a state dict, a model or a path (:func:`load_state_dict`).
+        finetuned: one or more fine-tuned checkpoints of the same architecture (same forms).
         keys: restrict to these parameter names (e.g. the trained ones).
 
     Raises:
@@ -129,8 +144,8 @@ def task_vectors(
     """
     base = load_state_dict(pretrained)
     _check_state("pretrained", base)
-    if isinstance(finetuned, (str, Path, Mapping)) or not isinstance(finetuned, Sequence):
-        raise TypeError("finetuned must be a sequence of state dicts or paths")
+    if isinstance(finetuned, (str, Path, Mapping, torch.nn.Module)) or not isinstance(finetuned, Sequence):
+        raise TypeError("finetuned must be a sequence of state dicts, models or paths")
     if len(finetuned) == 0:
         raise ValueError("finetuned must hold at least one checkpoint")
     names = list(keys) if keys is not None else [k for k, v in base.items() if v.is_floating_point()]
@@ -277,7 +292,7 @@ def merge_iso_c(
     task_vecs: Sequence[StateDict],
     *,
     is_matrix: MatrixPredicate = is_matrix_param,
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str] = OFFICIAL_EXCLUDE,
 ) -> dict[str, Tensor]:
     """Iso-C (Section 4.1, Eq. 6): ``σ̄ U Vᵀ`` from the SVD ``U Σ Vᵀ`` of ``Σ_t Δ_t``, σ̄ = mean(diag Σ).
 
@@ -306,7 +321,7 @@ def merge_iso_cts(
     *,
     common_space_fraction: float = 0.8,
     is_matrix: MatrixPredicate = is_matrix_param,
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str] = OFFICIAL_EXCLUDE,
 ) -> dict[str, Tensor]:
     """Iso-CTS (Section 4.2, Algorithm 1): common plus task-specific subspaces, isotropic scaling.
 
@@ -352,7 +367,7 @@ def merge_tsv_m(
     task_vecs: Sequence[StateDict],
     *,
     is_matrix: MatrixPredicate = is_matrix_param,
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str] = OFFICIAL_EXCLUDE,
 ) -> dict[str, Tensor]:
     """TSV-M, Task Singular Vectors merging (Gargiulo et al., CVPR 2025; a baseline in the paper's
     Tables 1-3).
