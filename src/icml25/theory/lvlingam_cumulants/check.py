@@ -13,7 +13,8 @@ Settings (graphs of ``estimation/proxy_experiments.ipynb`` and ``iv_experiments.
     (full also runs proxy_noedge_l1, where cross-moment is consistent, and proxy_edge_l2)
 
 Arms: ``cumulant`` (the proposed estimator of each setting, deterministic tie-break
-``tie_break="latent"``), ``cumulant_min`` (the paper's minimisation refinement, proxy_edge_l1),
+``tie_break="first"``, the released rule in exact arithmetic), ``cumulant_min`` (the paper's
+minimisation refinement, proxy_edge_l1),
 ``cumulant_released`` (``tie_break="released"``: the released float comparison, so rounding
 decides exact ties; CM settings, informational), ``cumulant_leftover`` (CM with ``match="leftover"``,
 informational), ``cross_moment`` (Kivva et al. 2023), ``min_norm`` (IV) and ``ols``. References:
@@ -52,7 +53,16 @@ rows), i.e. about 35 CPU-minutes per noise family (70 for gamma and beta). Small
 two-latent setting to n = 1e5 for the record (its gates and criteria apply at full only), and the
 README states the claim for two latents as "needs full (n = 1e7)".
 
-Deviations from the paper: n goes to 1e5 at small (1e7 at full for two latents), 100 models per
+Protocol change (second issue-43 small run, declared before it ran). The first run (sizes 1e3-1e5
+everywhere) resolved the headline (holds) and, once the paired statistic was the median (the first
+run's intervals used the mean of the errors through a runner mapping bug of ours, fixed), left
+iv/beta/cumulant/beats_min_norm undetermined: min-norm's error is heavy-tailed, so the bootstrap
+interval of the difference of medians at 1e5 reached +0.06 (ours 0.21 vs 0.30). The IV setting now
+goes on to n = 1e6 (``large_n_settings=("iv",)``; about 1 s per model alone, 200 models), where the
+paper also reports its IV advantage growing (0.114 at 1e5, 0.013 at 1e7). Criteria, smallest effect
+and the other settings are unchanged.
+
+Deviations from the paper: n goes to 1e5 at small (1e6 for IV) (1e7 at full for two latents), 100 models per
 setting and noise at small (paper: 100 seeds), plug-in cumulants as in the released code, GRICA
 and ReLVLiNGAM baselines are not run. The ``lingam`` PyPI package contains none of these
 estimators and is not used.
@@ -63,7 +73,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,8 +143,8 @@ class LvLingamConfig:
         sample_sizes: nested sample sizes, increasing.
         replicates: random models per setting and noise (the items of the paired criteria).
         large_n: one more nested sample size, run only for ``large_n_settings``.
-        large_n_settings: the settings whose sizes go on to ``large_n`` (full: the two-latent
-            settings, judged at n = 1e7 as in the paper).
+        large_n_settings: the settings whose sizes go on to ``large_n`` (small: IV to 1e6; full:
+            the two-latent settings, judged at n = 1e7 as in the paper).
     """
 
     settings: tuple[str, ...] = ("proxy_edge_l1", "iv", "proxy_noedge_l2")
@@ -142,7 +152,7 @@ class LvLingamConfig:
     sample_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     replicates: int = 100
     large_n: int = 1_000_000
-    large_n_settings: tuple[str, ...] = ()
+    large_n_settings: tuple[str, ...] = ("iv",)
 
     def __post_init__(self) -> None:
         bad = [s for s in self.settings if s not in SETTINGS]
@@ -314,19 +324,10 @@ CLAIM_TEMPLATE = Claim(
 CLAIM = _claim(LvLingamConfig())  # the small preset's claim; claim_for builds it for any config
 
 
-class _MedianOfItems(Mapping[str, Any]):
-    """``item_statistics``: every error metric is the median over its models (items)."""
-
-    def __getitem__(self, metric: str) -> Any:
-        if "/medrel" in metric:
-            return np.median
-        raise KeyError(metric)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
+# item_statistics: every per-model error metric is the median over its models (the items)
+MEDIAN_OF_ITEMS: dict[str, Any] = {
+    f"{setting}/{noise}/medrel_nmax": np.median for setting in SETTINGS for noise in NOISE_KINDS
+}
 
 
 def _relative_error(estimate: Any, truth: np.ndarray) -> float:
@@ -391,10 +392,14 @@ def _slope(sizes: Sequence[int], medians: Sequence[float]) -> float:
 class LvLingamCumulantsCheck(ClaimCheck[LvLingamConfig]):
     slug = "lvlingam_cumulants"
     claim = CLAIM
-    item_statistics = _MedianOfItems()
+    item_statistics = MEDIAN_OF_ITEMS
     presets = {
         "tiny": LvLingamConfig(
-            settings=("proxy_edge_l1", "iv"), noises=("gamma",), sample_sizes=(1_000, 100_000), replicates=10
+            settings=("proxy_edge_l1", "iv"),
+            noises=("gamma",),
+            sample_sizes=(1_000, 100_000),
+            replicates=10,
+            large_n_settings=(),
         ),
         "small": LvLingamConfig(),
         "full": LvLingamConfig(

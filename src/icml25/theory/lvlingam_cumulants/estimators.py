@@ -81,7 +81,7 @@ __all__ = [
 
 _DEGENERATE_TOL = 1e-10
 TIE_RTOL = 1e-9  # relative tolerance under which two matching costs count as tied
-TIE_BREAKS = ("latent", "first", "released")
+TIE_BREAKS = ("first", "latent", "released")
 
 
 class NotIdentifiableError(ValueError):
@@ -244,12 +244,13 @@ def _tie_rtol(tie_break: str) -> float:
     return 0.0 if tie_break == "released" else TIE_RTOL
 
 
-def _cm_effect(cum: Cumulants, n_latent: int, match: str = "placeholder", tie_break: str = "latent") -> float:
+def _cm_effect(cum: Cumulants, n_latent: int, match: str = "placeholder", tie_break: str = "first") -> float:
     """CM: proxy without Z -> T edge (``helpers/models.py::CM.estimate_effect``).
 
-    ``tie_break`` (see :class:`ProxyCumulantEstimator`): ``"latent"`` breaks an exact tie of the
-    last matching by how well the latent ratios alone match their roots, ``"first"`` takes the
-    first permutation, ``"released"`` leaves it to floating-point rounding as the released code.
+    ``tie_break`` (see :class:`ProxyCumulantEstimator`): ``"first"`` takes the first permutation
+    among exactly tied assignments, ``"latent"`` breaks a tie of the last matching by how well the
+    latent ratios alone match their roots, ``"released"`` leaves it to floating-point rounding as
+    the released code.
     """
     rtol = _tie_rtol(tie_break)
     first_zero = n_latent >= 2  # step 1: the Z-noise has ratio 0 in T and Y
@@ -283,7 +284,7 @@ def _ratio_formula(S: np.ndarray, r: float) -> float:
 
 
 def _icm_effect(
-    cum: Cumulants, n_latent: int, offset: str, match: str = "placeholder", tie_break: str = "latent"
+    cum: Cumulants, n_latent: int, offset: str, match: str = "placeholder", tie_break: str = "first"
 ) -> float:
     """ICM: proxy with Z -> T edge (``helpers/models.py::ICM.estimate_effect``)."""
     r10 = pair_root_polynomial(cum, 0, 1, n_latent)
@@ -389,15 +390,14 @@ def block_condition(cum: Cumulants, j: int, i: int, n_latent: int) -> float:
     return float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
 
 
-def block_rank_snr(
-    cum: Cumulants, folds: Sequence[Cumulants], j: int, i: int, n_latent: int
-) -> float:
+def block_rank_snr(cum: Cumulants, folds: Sequence[Cumulants], j: int, i: int, n_latent: int) -> float:
     """How far the pair's cumulant block is from rank deficient, in units of its sampling noise.
 
     ``s_min(B) / SE(s_min)`` where ``B`` is the block (standardised variables, unit-norm rows)
     from ``cum``, and the standard error is that of ``u' B v`` (``u, v`` the smallest singular pair,
-    the first-order change of ``s_min``) over ``K`` disjoint folds of the rows (``std / sqrt(K)``). Below about 2 the data cannot tell the block
-    from a rank-deficient one, so the polynomial's roots (and the effect) are unstable.
+    the first-order change of ``s_min``) over ``K`` disjoint folds of the rows (``std / sqrt(K)``).
+    Below about 2 the data cannot tell the block from a rank-deficient one, so the polynomial's
+    roots (and the effect) are unstable.
     """
     sd = np.sqrt(np.diag(cum.covariance)[[j, i]])
     if not (np.isfinite(sd).all() and (sd > 0).all()) or len(folds) < 2:
@@ -608,13 +608,15 @@ class ProxyCumulantEstimator(_CumulantEstimator):
             on population cumulants, but much noisier than the released rule at n <= 1e5).
         tie_break: how an exact tie of a matching step is broken (the L1 matching costs of two
             assignments are equal, e.g. whenever every latent ratio lies on one side of every root):
-            ``"latent"`` (default) takes, among the tied assignments of CM's last step, the one whose
-            latent ratios match their roots best (the root left over is then exact on population
-            cumulants), and elsewhere the first permutation; ``"first"`` takes the first permutation
-            in ``itertools`` order (the released rule in exact arithmetic); ``"released"`` compares
-            floats strictly as the released code, so rounding decides an exact tie (not
-            reproducible across BLAS builds or units). Ties are costs within ``TIE_RTOL`` (1e-9)
-            relative.
+            ``"first"`` (default) takes the first permutation in ``itertools`` order: the released
+            rule in exact arithmetic, deterministic and unit-equivariant (it agreed with the released
+            float rule on 75 of 80 two-latent models at n = 1e5, with the same median error);
+            ``"latent"`` takes, among the tied assignments of CM's last step, the one whose latent
+            ratios match their roots best (exact on population cumulants for every model, but at
+            n = 1e5 with two latents its median error was 0.93 against 0.34, gamma noise);
+            ``"released"`` compares floats strictly as the released code, so rounding decides an
+            exact tie (not reproducible across BLAS builds or units). Ties are costs within
+            ``TIE_RTOL`` (1e-9) relative.
         alpha: weight of the proximity penalty in the minimisation.
         unbiased: use k-statistics (orders <= 4, i.e. l = 1 only).
         gaussian_alpha: level of the Jarque-Bera Gaussianity check.
@@ -642,7 +644,7 @@ class ProxyCumulantEstimator(_CumulantEstimator):
         alpha: float = 1.0,
         unbiased: bool = False,
         gaussian_alpha: float = 1e-3,
-        tie_break: Literal["latent", "first", "released"] = "latent",
+        tie_break: Literal["first", "latent", "released"] = "first",
         n_bootstrap: int = 0,
         confidence: float = 0.95,
         random_state: int | None = None,
