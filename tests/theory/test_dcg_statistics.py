@@ -17,6 +17,9 @@ from icml25.theory.dcg_statistics import (
     RuleFamily,
     Split,
     accuracy_per_rule,
+    best_constant_accuracy,
+    cell_cross_validation,
+    cell_folds,
     compatibility,
     error_decomposition,
     evaluate_on_rules,
@@ -28,7 +31,7 @@ from icml25.theory.dcg_statistics import (
     make_split,
     sensitivity,
 )
-from icml25.theory.dcg_statistics.check import CHECK, DCGConfig
+from icml25.theory.dcg_statistics.check import CHECK, DCGConfig, _spearman_rows
 from icml25.theory.dcg_statistics.learners import FactorizedNet, PlainNet
 
 
@@ -307,7 +310,20 @@ def test_config_validation_and_full_preset_builds_its_claim() -> None:
     full = CHECK.config("full")
     claim = CHECK.claim_for(full)
     assert {c.arm for c in claim.criteria} <= set(claim.arms)
-    assert {f"invariant_{n}" for n in full.learners} <= {c.name for c in claim.criteria}
+    # the invariance holds by counting for any predictions: a gate (a failure is a bug), not evidence
+    assert {f"invariant_{n}" for n in full.learners} <= {c.name for c in claim.gates}
+    assert all(claim.role_of(f"invariant_{n}") == "gate" for n in full.learners)
+    head = claim.headline_criterion()
+    assert head.name == "comp_sens_beats_seen_acc" and head.paired and head.other_arm == "seen_acc"
+    assert "majority" in claim.references and "random_predictor" in claim.references
+    # "n = infinity" is far beyond the largest n the data term is measured at (it was 1.5 x)
+    for scale in ("small", "full"):
+        cfg = CHECK.config(scale)
+        assert cfg.n_inf >= 20 * max(cfg.struct_ns)
+    with pytest.raises(ValueError, match="n_inf"):
+        DCGConfig(struct_ns=(5, 20, 100), n_inf=150)
+    with pytest.raises(ValueError, match="cv_folds"):
+        DCGConfig(cv_folds=1)
 
 
 def test_tiny_check_runs_and_reports_every_metric_the_criteria_read() -> None:
@@ -317,3 +333,76 @@ def test_tiny_check_runs_and_reports_every_metric_the_criteria_read() -> None:
     assert result.metrics["pooled"]["per_rule_gap"].values[0] > 0
     for name in CHECK.config("tiny").learners:
         assert result.metrics[name]["nfl_acc"].values[0] == pytest.approx(0.5, abs=1e-12)
+
+
+# ---- issue 43: chance level, compatibility from the seen combinations only --------------------------
+
+
+def test_best_constant_accuracy_is_the_learn_nothing_level() -> None:
+    rng = np.random.default_rng(0)
+    tables = RuleFamily.from_spec("multiplicative_mod:3").sample_many(20, 5, 5, rng)
+    combos = np.argwhere(np.ones((5, 5), dtype=bool))
+    best = best_constant_accuracy(tables, combos)
+    naive = [max(np.mean(t[combos[:, 0], combos[:, 1]] == y) for y in range(3)) for t in tables]
+    np.testing.assert_allclose(best, naive)
+    # multiplication mod 3 puts label 0 on most of the grid: far above chance 1/m
+    assert best.mean() > 0.45 > 1 / 3
+
+
+def test_majority_does_not_beat_the_best_constant_on_multiplicative_rules() -> None:
+    # the old criterion subtracted 1/m, so an insensitive constant predictor "composed" here
+    result = CHECK.run(
+        "tiny",
+        seeds=[0],
+        overrides={
+            "families": ("multiplicative_mod:3",),
+            "learners": ("lookup", "majority"),
+            "k": 5,
+            "rhos": (0.6,),
+            "rho_structured": 0.6,
+        },
+    )
+    pooled = result.metrics["pooled"]
+    assert pooled["n_insensitive_pairs"].values[0] >= 1
+    assert pooled["zero_sens_excess"].values[0] <= 0.05
+    assert pooled["zero_sens_excess_over_chance"].values[0] > 0.1
+
+
+def test_cell_folds_hold_out_seen_cells_and_keep_every_concept() -> None:
+    rng = np.random.default_rng(1)
+    split = make_split(5, 5, 0.6, rng=rng)
+    folds = cell_folds(split.seen, 3, rng)
+    assert len(folds) == 3 and sum(int(f.sum()) for f in folds) > 0
+    for i, held in enumerate(folds):
+        assert not (held & ~split.seen).any()  # only seen cells are held out
+        train = split.seen & ~held
+        assert train.any(axis=1).all() and train.any(axis=0).all()  # every concept stays known
+        for other in folds[i + 1 :]:
+            assert not (held & other).any()
+    with pytest.raises(ValueError, match="folds"):
+        cell_folds(split.seen, 1, rng)
+
+
+def test_compatibility_never_reads_a_novel_label() -> None:
+    rng, grid, split, train, test_s, test_u = _setup(k=5, frac=0.6, n=30, noise=0.0)
+    tables = RuleFamily.from_spec("additive_mod:3").sample_many(3, 5, 5, rng)
+    folds = cell_folds(split.seen, 3, rng)
+    relabelled = tables.copy()
+    relabelled[:, ~split.seen] = (relabelled[:, ~split.seen] + 1) % 3  # change every novel label
+    for name in ("concept_rule", "lookup", "knn"):
+        a = cell_cross_validation(name, train, tables, 3, test_s, test_u.X, folds)
+        b = cell_cross_validation(name, train, relabelled, 3, test_s, test_u.X, folds)
+        np.testing.assert_array_equal(a.acc_heldout, b.acc_heldout)
+        assert a.sens == b.sens
+    # noise-free: the concept-then-rule learner extends an additive rule to held-out seen cells and
+    # reacts to the rule; lookup answers its default on every cell it has not seen
+    comp_rule = cell_cross_validation("concept_rule", train, tables, 3, test_s, test_u.X, folds)
+    comp_lookup = cell_cross_validation("lookup", train, tables, 3, test_s, test_u.X, folds)
+    assert comp_rule.acc_heldout.mean() > comp_lookup.acc_heldout.mean() + 0.3
+    assert comp_lookup.sens == 0.0 and comp_rule.sens > 0.1
+
+
+def test_spearman_item_statistic() -> None:
+    rows = np.array([[0.1, 0.2], [0.5, 0.4], [0.9, 0.8], [0.3, 0.1]])
+    assert _spearman_rows(rows) == pytest.approx(0.8)
+    assert _spearman_rows(np.array([[1.0, 0.2], [1.0, 0.4], [1.0, 0.1]])) == 0.0  # constant predictor

@@ -17,8 +17,9 @@ General Theory for Compositional Generalization", arXiv 2405.11743), not its exa
 
 Implements: concept grids and supporting/novel splits (:mod:`.grid`); composition-rule families and
 the NFL-symmetric family (:mod:`.rules`); seven learners with different inductive biases
-(:mod:`.learners`); the invariant measure, the grid measure, compatibility, sensitivity and the
-data/composition error decomposition (:mod:`.measures`).
+(:mod:`.learners`); the invariant measure, the grid measure, compatibility and sensitivity by
+cross-validation over the seen combinations, the best-constant level and the data/composition error
+decomposition (:mod:`.measures`).
 
 Usage::
 
@@ -30,7 +31,11 @@ Usage::
     train = grid.sample(split.seen_combos, 100, rng)
     test_s, test_u = grid.sample(split.seen_combos, 50, rng), grid.sample(split.unseen_combos, 50, rng)
     ev = evaluate_on_rules("concept_rule", train, tables, fam.m, test_s, test_u)
-    compatibility(ev.acc_unseen), sensitivity(ev.pred_unseen, tables, split.seen)
+    ev.acc_unseen.mean()  # novel accuracy: what compatibility and sensitivity should predict
+    # compatibility and sensitivity from the seen combinations alone (no novel label is read)
+    cv = cell_cross_validation("concept_rule", train, tables, fam.m, test_s, test_u.X,
+                               cell_folds(split.seen, 3, rng))
+    compatibility(cv.acc_heldout), cv.sens
 """
 
 from .grid import ConceptGrid, Samples, Split, make_split
@@ -50,10 +55,14 @@ from .learners import (
     make_learner,
 )
 from .measures import (
+    CellCrossValidation,
     ErrorDecomposition,
     InvariantMeasure,
     RuleEvaluation,
     accuracy_per_rule,
+    best_constant_accuracy,
+    cell_cross_validation,
+    cell_folds,
     compatibility,
     error_decomposition,
     evaluate_on_rules,
@@ -64,6 +73,10 @@ from .measures import (
 from .rules import FAMILY_KINDS, NFLSymmetricFamily, RuleFamily
 
 __all__ = [
+    "CellCrossValidation",
+    "best_constant_accuracy",
+    "cell_cross_validation",
+    "cell_folds",
     "ConceptGrid",
     "Samples",
     "Split",

@@ -10,7 +10,11 @@ public; these are ours, consistent with its abstract and the authors' earlier fr
   training data: per-rule gains of one learner over another cancel exactly.
 * Grid measure. I_grid(A; S) = rho acc_seen(A, n) + (1 - rho) / m: the full-grid accuracy averaged
   over the family, which only data (a larger seen fraction rho, more samples n) can raise.
-* Compatibility. Comp(A, R_s) = E_{R ~ R_s}[accuracy of A on U at n = infinity] (a very large n).
+* Compatibility. Comp(A, R_s) = E_{R ~ R_s}[accuracy of A on held-out *seen* combinations when
+  trained, at a large n, on the other seen combinations] (:func:`cell_cross_validation`): how well the
+  learner's bias extends the rule from some supporting combinations to others. It uses the training
+  combinations only, never a novel cell, so it can predict novel accuracy without measuring it.
+  (The literal definition E_R[novel accuracy at n = infinity] is the quantity it would predict.)
 * Sensitivity. Sens(A) = E_{R,R'} mean_u 1{A(D_R)(u) != A(D_R')(u)} / E_{R,R'} mean_s 1{R(s) != R'(s)}:
   how much the predictions on novel combinations move when the rule on seen combinations changes.
 * Error decomposition. E_U(A, n) = [E_U(A, n) - E_U(A, inf)] (data term) + E_U(A, inf) (composition).
@@ -43,6 +47,10 @@ __all__ = [
     "sensitivity",
     "error_decomposition",
     "evaluate_on_rules",
+    "best_constant_accuracy",
+    "cell_folds",
+    "CellCrossValidation",
+    "cell_cross_validation",
 ]
 
 
@@ -244,3 +252,120 @@ def evaluate_on_rules(
         acc_unseen=accuracy_per_rule(pred_u, test_unseen.combos, tables),
         pred_unseen=pred_u,
     )
+
+
+def best_constant_accuracy(tables: np.ndarray, combos: np.ndarray) -> np.ndarray:
+    """Per rule, the accuracy of the best constant label on the inputs ``combos``: the learn-nothing
+    level (for multiplication mod 3 the label 0 covers more than half of a grid, far above 1/m).
+
+    Args:
+        tables: ``(R, K_a, K_b)`` rules.
+        combos: ``(N, 2)`` combination of each evaluated input.
+
+    Returns:
+        ``(R,)`` max over labels of the label's frequency among the inputs.
+    """
+    tables = _int_array("tables", tables, 3)
+    combos = _int_array("combos", combos, 2)
+    truth = tables[:, combos[:, 0], combos[:, 1]]  # (R, N)
+    m = int(tables.max()) + 1
+    counts = np.stack([np.bincount(row, minlength=m) for row in truth])
+    return counts.max(axis=1) / truth.shape[1]
+
+
+def cell_folds(seen: np.ndarray, folds: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Held-out masks of seen combinations for cross-validation over combinations.
+
+    Each seen cell is held out in at most one fold; a cell is held out in a fold only if every row and
+    every column keeps a training cell there (so every concept stays known). Cells that fit no fold
+    are never held out.
+
+    Args:
+        seen: ``(K_a, K_b)`` bool mask of S.
+        folds: number of folds (>= 2).
+        rng: shuffles the cells.
+
+    Returns:
+        ``folds`` bool masks of the held-out cells (each a subset of ``seen``; some may be empty).
+    """
+    seen = np.asarray(seen, dtype=bool)
+    if seen.ndim != 2:
+        raise ValueError(f"seen must be a (K_a, K_b) mask, got shape {seen.shape}")
+    check_positive("folds", folds, integer=True)
+    if folds < 2:
+        raise ValueError(f"folds must be >= 2, got {folds}")
+    held = [np.zeros_like(seen) for _ in range(folds)]
+    cells = np.argwhere(seen)
+    for ci in rng.permutation(len(cells)):
+        a, b = cells[ci]
+        for f in (int(ci + j) % folds for j in range(folds)):
+            train = seen & ~held[f]
+            train[a, b] = False
+            if train[a].any() and train[:, b].any():
+                held[f][a, b] = True
+                break
+    return held
+
+
+@dataclass(frozen=True)
+class CellCrossValidation:
+    """Compatibility and sensitivity of one learner, from the seen combinations only.
+
+    Attributes:
+        acc_heldout: ``(R,)`` accuracy on inputs of held-out seen combinations (pooled over folds).
+        sens: sensitivity (:func:`sensitivity`) of the predictions on the query inputs, averaged over
+            folds (NaN-free: a fold whose rules agree on its training cells is skipped).
+    """
+
+    acc_heldout: np.ndarray
+    sens: float
+
+
+def cell_cross_validation(
+    learner: str,
+    train: Samples,
+    tables: np.ndarray,
+    m: int,
+    heldout_inputs: Samples,
+    queries: np.ndarray,
+    folds: Sequence[np.ndarray],
+    *,
+    seed: int = 0,
+    **kwargs: object,
+) -> CellCrossValidation:
+    """Train ``learner`` per fold on the seen combinations outside the fold and score it on the fold.
+
+    Args:
+        learner: a name of :data:`~.learners.LEARNERS`.
+        train: samples of the seen combinations.
+        tables: ``(R, K_a, K_b)`` rules.
+        m: number of labels.
+        heldout_inputs: fresh samples of the seen combinations (scored where their cell is held out).
+        queries: ``(N_q, 2 d)`` unlabelled inputs (e.g. of novel combinations) for the sensitivity.
+        folds: held-out masks (:func:`cell_folds`).
+    """
+    tables = _int_array("tables", tables, 3)
+    correct = np.zeros(tables.shape[0])
+    total = 0
+    sens: list[float] = []
+    for held in folds:
+        held = np.asarray(held, dtype=bool)
+        if not held.any():
+            continue
+        keep = ~held[train.combos[:, 0], train.combos[:, 1]]
+        sel = held[heldout_inputs.combos[:, 0], heldout_inputs.combos[:, 1]]
+        sub = Samples(X=train.X[keep], combos=train.combos[keep])
+        Y = np.stack([sub.labels(t) for t in tables])
+        pred_h, pred_q = fit_predict_many(
+            learner, sub.X, Y, sub.combos, m, [heldout_inputs.X[sel], queries], seed=seed, **kwargs
+        )
+        correct += accuracy_per_rule(pred_h, heldout_inputs.combos[sel], tables) * int(sel.sum())
+        total += int(sel.sum())
+        trained = np.zeros(tables.shape[1:], dtype=bool)
+        trained[sub.combos[:, 0], sub.combos[:, 1]] = True
+        s = sensitivity(pred_q, tables, trained)
+        if np.isfinite(s):
+            sens.append(s)
+    if total == 0:
+        raise ValueError("folds hold out no seen combination that has held-out inputs")
+    return CellCrossValidation(acc_heldout=correct / total, sens=float(np.mean(sens)) if sens else 0.0)
