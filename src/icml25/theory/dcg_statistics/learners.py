@@ -64,7 +64,8 @@ def check_training_data(X: Any, y: Any, combos: Any, m: Any) -> tuple[np.ndarray
     """Validate a training set; returns float64 ``X``, int64 ``y`` and ``combos``.
 
     Raises:
-        ValueError / TypeError naming ``X``, ``y``, ``combos`` or ``m``.
+        ValueError: a bad value, naming ``X``, ``y``, ``combos`` or ``m``.
+        TypeError: a wrong type, naming the argument.
     """
     check_positive("m", m, integer=True)
     check_finite_array("X", X, ndim=2)
