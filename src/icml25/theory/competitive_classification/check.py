@@ -44,10 +44,10 @@ Gates (point conditions; a failed gate makes the verdict inconclusive):
 Criteria (declared before any small-scale number of this design was seen; thresholds are config
 fields):
     * headline e1/share_gain: br entrant's share minus the erm entrant's, paired over seeds and cells
-      (two-stage bootstrap), > 0; smallest effect ``e1_margin`` = 0.03, the brief's "clear margin of
+      (two-stage bootstrap), > 0; smallest effect ``e1_margin`` = 0.03, our declared "clear margin of
       3 share points" (the paper's numbers could not be read).
     * e1/most_cells: fraction of cells where the br entrant gains >= ``e1_margin``, mean over seeds
-      >= ``e1_cells_min`` (0.5: the brief's "most cells").
+      >= ``e1_cells_min`` (0.5: "most cells").
     * e2/welfare: all-br welfare minus all-erm welfare, paired over seeds and cells, > 0; smallest
       effect ``welfare_effect`` = 0.01 (one user in a hundred better served, declared).
     * e2/fast: fraction of all-br runs that reach equilibrium within ``fast_rounds`` (5) rounds, mean
@@ -91,8 +91,7 @@ ARMS = (OURS, ERM, SURROGATE, SOFT)
 REFERENCES = (CONSTANT, ORACLE)
 RULE_NAMES = ("uniform", "abstain")
 MARGIN_SOURCE = (
-    "the brief's expected outcome: a clear margin of >= 3 share points "
-    "(the paper's numbers could not be read)"
+    "declared before the run: a clear margin of >= 3 share points (the paper's numbers could not be read)"
 )
 
 

@@ -24,8 +24,8 @@ and the majority floor is <= 5 % (chance and grokking are far apart).
 
 Headline, per operation ``{op}_beats_fixed``: RFM's final test accuracy minus the fixed kernel's,
 paired over seeds and test pairs (two-stage bootstrap, the same pairs in both arms), > 0; smallest
-effect 0.5, the brief's "not reproduced if RFM never exceeds 50 % test accuracy at p = 61". The
-first operation's is the headline.
+effect 0.5, our declared failure line "not reproduced if RFM never exceeds 50 % test accuracy at
+p = 61". The first operation's is the headline.
 
 Emergence (``{op}_sharp``, declared before the small run): with a = the fixed kernel's accuracy, the
 rise from a + 10 % to a + 90 % of the way to 100 % takes at most half as many iterations as the flat
@@ -69,7 +69,7 @@ JUMP_MARGIN = 0.05  # the jump: test accuracy above the fixed kernel's by this m
 RISE_LOW, RISE_HIGH = 0.1, 0.9  # the rise: from 10 % to 90 % of the way from the fixed kernel to 100 %
 SHARP_MAX = 0.5  # emergence: the rise takes at most half as many iterations as the flat phase
 BEAT_EFFECT = 0.5  # smallest effect of interest on RFM minus fixed-kernel test accuracy
-BEAT_SOURCE = "the brief's failure line: RFM never exceeding 50% test accuracy at p = 61 (Sec. 5)"
+BEAT_SOURCE = "declared failure line: RFM never exceeding 50% test accuracy at p = 61"
 ARMS = ("rfm", "fixed_kernel", "quadratic_net", "majority", "random_circulant")
 
 
