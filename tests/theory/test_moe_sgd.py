@@ -31,8 +31,9 @@ from icml25.theory.moe_sgd import (
     train_moe_stagewise,
     train_vanilla,
 )
-from icml25.theory.moe_sgd.check import CHECK, MoESGDConfig
+from icml25.theory.moe_sgd.check import CHECK, MoESGDConfig, stage3_nstar
 from icml25.theory.moe_sgd.models import Activation
+from icml25.theory.moe_sgd.train import TrainLog
 
 # -- Hermite tools -------------------------------------------------------------------------------
 
@@ -107,6 +108,74 @@ def test_pooled_low_order_hermite_coefficients_cancel_along_w_g_but_not_per_clus
     # the local directions keep their degree-3 signal in the pooled task (weight 1/C each)
     est, se = hermite_correlation(task, task.W_local[0], 3, n, rng)
     assert abs(est - 0.5) < 4 * se
+
+
+def test_vanilla_population_gradient_along_w_g_is_exactly_zero_with_the_matched_activation() -> None:
+    """The algebra behind the vanilla arm's failure (issue 43): with sigma = He_3/sqrt(6) the
+    pooled correlation gradient E[y sigma'(u . x) (w_g . x)] vanishes at every u, while each
+    cluster's own gradient along w_g does not. Exact Gauss-Hermite quadrature on the span of
+    v_c, w_c, w_g and u (the integrand is a polynomial of degree 6)."""
+    task = ClusteredSIMTask(12, 2, rho=3.0, noise=0.0, seed=3)
+    act = Activation("hermite", 3)
+    rng = np.random.default_rng(0)
+    basis = np.concatenate([task.V, task.W_local, task.w_global[None]])  # (5, d) orthonormal
+    u = 0.5 * task.w_global + 0.3 * task.V[0] - 0.2 * task.V[1] + 0.4 * task.W_local[0]
+    u = u + 0.3 * rng.standard_normal(12)
+    u /= np.linalg.norm(u)
+    resid = u - basis.T @ (basis @ u)
+    Q = np.concatenate([basis, (resid / np.linalg.norm(resid))[None]])  # (6, d)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(5)
+    weights = weights / weights.sum()
+    grids = np.meshgrid(*([nodes] * 6), indexing="ij")
+    Z = np.stack([g.ravel() for g in grids], axis=1)  # (5^6, 6)
+    W = np.prod(np.meshgrid(*([weights] * 6), indexing="ij"), axis=0).ravel()
+    per_cluster = []
+    for c in range(2):
+        X = task.rho * task.V[c] + Z @ Q  # x = rho v_c + z restricted to the span
+        y = task.labels(X, np.full(len(X), c))
+        per_cluster.append(float(np.sum(W * y * act.derivative(X @ u) * (X @ task.w_global))))
+    assert abs(per_cluster[0]) > 1e-2 and per_cluster[0] == pytest.approx(-per_cluster[1], rel=1e-9)
+    assert abs(np.mean(per_cluster)) < 1e-10
+
+
+def _stage3_log(n_star: dict[int, float], routed: list[int], initial: list[float]) -> TrainLog:
+    log = TrainLog(threshold=0.5)
+    log.routed_stage3 = routed
+    log.stage3_initial_overlap = initial
+    for e in range(len(routed)):
+        log.n_star[f"global_stage3_expert{e}_routed"] = n_star.get(e, math.inf)
+        log.n_star[f"global_stage3_expert{e}"] = 4 * n_star.get(e, math.inf)  # the total-sample clock
+    return log
+
+
+def test_stage3_nstar_counts_routed_samples_with_lower_bounds_and_left_outs() -> None:
+    """Issue 43: n* counts each expert's own routed samples (not all stage-III samples), an expert
+    that never holds the threshold enters as a lower bound, one that starts above it is left out,
+    and unused experts do not count."""
+    log = _stage3_log({0: 100.0, 1: 300.0, 3: 5.0}, routed=[400, 500, 20, 300], initial=[0.2, 0.3, 0.1, 0.6])
+    n_star, censored, left_out, active = stage3_nstar(log, 0.5)
+    assert (censored, left_out, active) == (0, 1, 3)  # expert 2 is unused, expert 3 started above
+    assert n_star == 200.0  # median of the routed counts 100 and 300, not of the 4x total clock
+    log = _stage3_log({0: 100.0}, routed=[400, 500], initial=[0.2, 0.3])
+    n_star, censored, left_out, active = stage3_nstar(log, 0.5)
+    assert (censored, left_out, active) == (1, 0, 2)
+    assert n_star == 300.0  # median of 100 and the lower bound 500 (expert 1's routed count)
+    log = _stage3_log({}, routed=[10, 10], initial=[0.9, 0.9])
+    assert math.isnan(stage3_nstar(log, 0.5)[0])
+    with pytest.raises(ValueError, match="stage-III"):
+        stage3_nstar(TrainLog(threshold=0.5), 0.5)
+
+
+def test_training_logs_the_routed_sample_clock_per_expert() -> None:
+    task = ClusteredSIMTask(10, 2, seed=0)
+    rng = np.random.default_rng(1)
+    moe = MoE(10, 3, 2, rng=rng)
+    log = train_moe_stagewise(moe, task, schedule=StageSchedule(256, 256, 2048), batch=32, lr=0.05, rng=rng)
+    assert sum(log.routed_stage3) == 2048 and len(log.stage3_initial_overlap) == 3
+    for e in range(3):
+        own, total = log.n_star[f"global_stage3_expert{e}_routed"], log.n_star[f"global_stage3_expert{e}"]
+        assert own <= total and (math.isinf(own) == math.isinf(total))
+        assert math.isinf(own) or own <= log.routed_stage3[e]
 
 
 def test_label_variance_matches_samples() -> None:
@@ -286,14 +355,27 @@ def test_loglog_slope_nan_for_unreached() -> None:
 def test_criteria_follow_the_config_dims() -> None:
     claim = CHECK.claim_for(CHECK.config("small", {"dims": (40, 80)}))
     names = {c.name for c in claim.criteria}
-    assert {"moe_recovers_global_d80", "vanilla_at_noise_d40", "nstar_slope_low"} <= names
-    assert not any("d64" in n for n in names)
-    assert claim.headline == "moe_recovers_global_d80"
+    assert {"moe_beats_vanilla_global_d80", "moe_mse_below_vanilla_d80", "nstar_slope_low"} <= names
+    assert not any("d96" in n for n in names)
+    assert claim.headline == "moe_beats_vanilla_global_d80"
+    assert {g.name for g in claim.gates_at("small")} == {"oracle_recovers", "nstar_measured"}
+
+
+def test_check_follows_the_protocol() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"untrained", "oracle_moe"} and claim.controls == ("oracle_moe",)
+    head = claim.headline_criterion()
+    assert head.paired and head.other_arm == "vanilla" and head.arm == "moe"
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None, c.name
+    assert claim.min_seeds == 5 and CHECK.default_seeds["small"] == 5
+    assert min(CHECK.config("small").dims) <= 24 and max(CHECK.config("small").dims) >= 96
 
 
 def test_full_preset_constructs_and_runs_one_step() -> None:
     result = CHECK.run("full", seeds=[0], overrides={"max_steps": 1, "n_refit": 300, "n_eval": 300})
     assert result.metrics["moe"]["d512/test_mse"].mean >= 0
+    assert math.isfinite(result.metrics["untrained"]["d512/global_overlap"].mean)
     assert math.isfinite(result.metrics["vanilla"]["d512/global_overlap"].mean)
 
 

@@ -129,12 +129,14 @@ class TrainLog:
     ``n_star`` maps ``"global_total"`` (cumulative samples from which the global overlap reaches
     the threshold and stays above it to the end of training), ``"global_stage3"`` (the same for
     the group-B neurons, counted from the start of stage III and held to its end; per expert
-    under ``"global_stage3_expert<m>"``) and
+    under ``"global_stage3_expert<m>"``, and under ``"global_stage3_expert<m>_routed"`` counted in
+    the stage-III samples routed to expert m, the only samples its group-B neurons learn from) and
     ``"local_stage1"`` (stage-I samples from which every local overlap stays above it to the end
     of stage I) to counts; ``inf`` when not reached. Counting from the last up-crossing keeps a
     transient noise excursion from counting as recovery. ``stage_ends`` holds the cumulative
     count at the end of every stage; ``routed_stage3[m]`` (MoE only) the stage-III samples routed to
-    expert m.
+    expert m, and ``stage3_initial_overlap[m]`` its best group-B overlap with ``w_g`` when stage III
+    starts.
     """
 
     threshold: float
@@ -145,6 +147,7 @@ class TrainLog:
     stage_ends: list[int] = field(default_factory=list)
     n_star: dict[str, float] = field(default_factory=dict)
     routed_stage3: list[int] = field(default_factory=list)
+    stage3_initial_overlap: list[float] = field(default_factory=list)
 
 
 class _Tracker:
@@ -357,6 +360,7 @@ def train_moe_stagewise(
     routed_count = np.zeros(M, dtype=np.int64)
     UB = np.ascontiguousarray(moe.U[:, J:].reshape(-1, moe.d))
     bB = moe.b[:, J:].reshape(-1)
+    log.stage3_initial_overlap = [float(v) for v in np.max(np.abs(UB @ task.w_global).reshape(M, J), axis=1)]
     done = 0
     while done < schedule.stage3:
         n = min(b3, schedule.stage3 - done)
@@ -376,10 +380,13 @@ def train_moe_stagewise(
         tracker.hold("global_stage3", float(per_expert.max()), done)
         for e in range(M):
             tracker.hold(f"global_stage3_expert{e}", float(per_expert[e]), done)
+            # the same run counted in the samples this expert received (its own SGD clock)
+            tracker.hold(f"global_stage3_expert{e}_routed", float(per_expert[e]), float(routed_count[e]))
     log.stage_ends.append(tracker.seen)
     log.routed_stage3 = [int(v) for v in routed_count]
     tracker.finish("global_stage3")
     for e in range(M):
         tracker.finish(f"global_stage3_expert{e}")
+        tracker.finish(f"global_stage3_expert{e}_routed")
     tracker.finish("global_total")
     return log
