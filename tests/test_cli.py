@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -211,12 +212,31 @@ def test_bench_without_benchmark_is_a_one_line_error(capsys) -> None:
     assert "has no benchmark" in err and "\n" not in err
 
 
+def test_a_bench_module_without_main_is_not_a_speed_benchmark(capsys) -> None:
+    assert main(["bench", "pisa"]) == 2  # pisa/bench.py scores its video benchmark; no speed runner
+    err = capsys.readouterr().err.strip()
+    assert "pisa has no benchmark" in err and "condensed_sparse_solver" in err and "pisa," not in err
+
+
+def test_every_benchmark_option_has_a_help_text() -> None:
+    import argparse
+
+    from icml25.catalog import PAPERS
+    from icml25.cli import _has_benchmark
+
+    for module in [f"{p.module}.bench" for p in PAPERS if _has_benchmark(p)] + ["icml25.llm.bench"]:
+        parser = importlib.import_module(module).build_parser()
+        assert isinstance(parser, argparse.ArgumentParser), module
+        bare = [a.dest for a in parser._actions if not a.help]  # noqa: SLF001
+        assert not bare, f"{module}: options without help: {bare}"
+
+
 def test_bench_passes_remaining_args(monkeypatch, tmp_path, capsys) -> None:
     import icml25.cli as cli
 
     seen: list[list[str]] = []
     bench_file = tmp_path / "bench.py"
-    bench_file.write_text("")
+    bench_file.write_text("\ndef main(argv): ...\n")
     monkeypatch.setattr(cli, "_bench_file", lambda paper: bench_file)
     monkeypatch.setattr("icml25.catalog.resolve", lambda path: lambda argv: seen.append(argv) or 0)
     assert main(["bench", SLUG, "--json", "--sizes", "65"]) == 0

@@ -552,6 +552,13 @@ def _bench_file(paper: Paper) -> Path:
     return Path(icml25.__file__).parent / paper.domain / paper.slug / "bench.py"
 
 
+def _has_benchmark(paper: Paper) -> bool:
+    """A speed benchmark is a ``bench.py`` with a ``main(argv)`` (pisa's ``bench.py`` is its video
+    benchmark's scoring code, not a speed benchmark)."""
+    path = _bench_file(paper)
+    return paper.implemented and path.is_file() and "\ndef main(" in path.read_text(encoding="utf-8")
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     """Run a mergekit-style recipe with the isotropic-merging rules and write the merged model folder."""
     import shutil
@@ -598,8 +605,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.slug == "llm":  # not a paper: the shared language-model backend's generation throughput
         return int(resolve("icml25.llm.bench:main")(list(args.bench_args)))
     paper = get_paper(args.slug)
-    if not paper.implemented or not _bench_file(paper).is_file():
-        have = [p.slug for p in PAPERS if p.implemented and _bench_file(p).is_file()]
+    if not _has_benchmark(paper):
+        have = [p.slug for p in PAPERS if _has_benchmark(p)]
         raise CliError(f"{paper.slug} has no benchmark; papers with one: {', '.join(have) or 'none'}")
     bench_main = resolve(f"{paper.module}.bench:main")
     return int(bench_main(list(args.bench_args)))

@@ -132,12 +132,18 @@ def measure_throughput(
     return ThroughputRow(label or f"batch {batch}", batch, int(produced), seconds)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``icml25 bench llm --help``)."""
     parser = argparse.ArgumentParser(prog="icml25 bench llm", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m-instruct", help="embedded name, HF folder or .gguf")
     parser.add_argument("--new-tokens", type=int, default=48, help="new tokens per sequence")
     parser.add_argument("--batches", default="1,8,32", help="comma-separated batch sizes")
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="weights' dtype")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if args.new_tokens < 1:
         parser.error("--new-tokens must be at least 1")

@@ -734,23 +734,44 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``icml25 bench condensed_sparse_solver [--sizes 257 513 ...] [--rhs 1 64] [--threads 2] [--json]``."""
+def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``icml25 bench condensed_sparse_solver --help``)."""
     parser = argparse.ArgumentParser(
         prog="icml25 bench condensed_sparse_solver", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--sizes", type=int, nargs="+", default=[257, 513, 1025])
-    parser.add_argument("--rhs", type=int, nargs="+", default=[1, 64])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--kind", choices=("darcy", "poisson"), default="darcy")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[257, 513, 1025], help="grid sides n of the n x n systems"
+    )
+    parser.add_argument(
+        "--rhs", type=int, nargs="+", default=[1, 64], help="right-hand sides per solve (one timing each)"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per measurement (median)")
+    parser.add_argument(
+        "--kind", choices=("darcy", "poisson"), default="darcy", help="the PDE whose 5-point system is solved"
+    )
+    parser.add_argument(
+        "--methods", nargs="+", default=list(METHODS), choices=METHODS, help="solvers to time (default: all)"
+    )
     parser.add_argument(
         "--threads", type=int, default=None, help="threads per library (default: ICML25_THREADS or all)"
     )
-    parser.add_argument("--batch", type=int, nargs=2, default=[65, 16], metavar=("N", "COUNT"))
+    parser.add_argument(
+        "--batch",
+        type=int,
+        nargs=2,
+        default=[65, 16],
+        metavar=("N", "COUNT"),
+        help="the batched comparison: COUNT different N x N systems in one call",
+    )
     parser.add_argument("--no-batch", action="store_true", help="skip the batched comparison")
     parser.add_argument("--memory", action="store_true", help="peak memory per solver (fresh processes)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``icml25 bench condensed_sparse_solver [--sizes 257 513 ...] [--rhs 1 64] [--threads 2] [--json]``."""
+    parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     from icml25.core.runtime import set_threads
 

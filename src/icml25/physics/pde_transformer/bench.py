@@ -83,7 +83,8 @@ def scaling_table(sizes: Sequence[int] = (32, 64, 128, 256), repeats: int = 3) -
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``icml25 bench pde_transformer --help``)."""
     parser = argparse.ArgumentParser(
         prog="icml25 bench pde_transformer", description=__doc__.split("\n\n")[1]
     )
@@ -92,6 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sizes", type=int, nargs="+", default=[32, 64, 128, 256], help="grid sides (multiples of 32)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per size (median)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if len(args.sizes) < 2 or any(s % 32 for s in args.sizes):
         parser.error("give at least two --sizes, each a multiple of 32")
