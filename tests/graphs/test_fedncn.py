@@ -163,6 +163,38 @@ def test_mend_links_structure() -> None:
     )
 
 
+def _two_client_groups() -> list[ClientSignals]:
+    """Client 0 holds classes a, b; client 1 holds classes a, c (label skew). Group rows are exact
+    class directions, so the cosine kernel of a-a is 1 and every other pair is 0."""
+    e = torch.eye(3)
+    rows0 = torch.cat([e[[0]].repeat(3, 1), e[[1]].repeat(3, 1)])
+    rows1 = torch.cat([e[[0]].repeat(3, 1), e[[2]].repeat(3, 1)])
+    cl = torch.tensor([0, 0, 0, 1, 1, 1])
+    return [
+        ClientSignals(rows=rows0, cluster=cl, node_ids=torch.arange(6)),
+        ClientSignals(rows=rows1, cluster=cl, node_ids=torch.arange(6, 12)),
+    ]
+
+
+def test_mutual_rule_links_only_high_affinity_groups() -> None:
+    """Finding: every group was linked to its best group on every other client, so the class-b
+    group (no partner on client 1) was forced onto an unrelated group. The default (mutual best
+    match) links only the a-a pair; the old rule stays available as ``best_per_client``."""
+    sig = _two_client_groups()
+    g = mend_links(sig, 2, intra_k=1, keep=1.0)
+    assert g.group_links.T.tolist() == [[0, 2]]  # client 0 cluster 0 <-> client 1 cluster 0
+    cu, cv = g.cross_edges
+    assert (g.x[cu] @ g.x[cv].T).diagonal().min() == 1.0  # every kept link joins the same class
+    old = mend_links(sig, 2, intra_k=1, keep=1.0, inter_rule="best_per_client")
+    assert old.group_links.shape[1] > 1  # the unmatched groups are forced onto a partner
+    floor = mend_links(sig, 2, intra_k=1, keep=1.0, min_kernel=0.99)
+    assert floor.group_links.T.tolist() == [[0, 2]]
+    with pytest.raises(ValueError, match="inter_rule"):
+        mend_links(sig, 2, inter_rule="all")
+    with pytest.raises(ValueError, match="min_kernel"):
+        mend_links(sig, 2, min_kernel=2.0)
+
+
 def test_ncut_pruning_keeps_highest_contribution() -> None:
     sig = _signals(seed=3)
     full = mend_links(sig, 2, intra_k=2, keep=1.0)
@@ -194,6 +226,25 @@ def test_restored_share_by_hand() -> None:
 
 
 # ---------------------------------------------------------------- runners
+
+
+def test_federated_moments_equal_whole_graph_statistics(graph, part) -> None:
+    """The clients' summed statistics give the whole graph's column mean and std, so every arm
+    standardises with the same numbers (finding: raw sparse rows left the local model unlearnt)."""
+    from icml25.graphs.fedncn.federated import _client_tensors, federated_moments, standardize_features
+
+    mean, std = federated_moments([c.data.x for c in part.clients])
+    torch.testing.assert_close(mean, graph.x.float().mean(0))
+    torch.testing.assert_close(std, graph.x.float().std(0, unbiased=False))
+    z = standardize_features(graph.x)
+    torch.testing.assert_close(z.mean(0), torch.zeros(z.shape[1]), atol=1e-5, rtol=0)
+    assert torch.isfinite(z).all()
+    xs = _client_tensors(part, TINY)
+    whole = standardize_features(graph.x)
+    for c, (x, _, _) in zip(part.clients, xs, strict=True):
+        torch.testing.assert_close(x, whole[c.node_ids])
+    raw = _client_tensors(part, dataclasses.replace(TINY, standardize=False))
+    torch.testing.assert_close(raw[0][0], part.clients[0].data.x.float())
 
 
 def test_runners_give_global_labels(graph, part) -> None:

@@ -27,7 +27,17 @@ centralised arms on the same local model (``federated.py``); the claim check is 
 
 from __future__ import annotations
 
-from .federated import ClusteringRun, FedNCNConfig, run_centralised, run_fedavg, run_fedncn, run_local
+from .federated import (
+    ClusteringRun,
+    FedNCNConfig,
+    federated_moments,
+    run_centralised,
+    run_fedavg,
+    run_fedncn,
+    run_local,
+    run_propagated_kmeans,
+    standardize_features,
+)
 from .mending import (
     ClientSignals,
     MendedGraph,
@@ -61,6 +71,9 @@ __all__ = [
     "run_fedavg",
     "run_fedncn",
     "run_local",
+    "run_propagated_kmeans",
+    "federated_moments",
+    "standardize_features",
     "select_representatives",
     "student_t_assignment",
     "target_distribution",

@@ -9,37 +9,56 @@ link mending (CLM) or global knowledge sharing (GKS) hurts.
 
 Data: an attributed stochastic block model (:func:`icml25.graphs.make_attributed_sbm`; six classes
 of Dirichlet(5) sizes, mean degree 8, edge homophily 0.75, sparse binary bag-of-words features with
-weak class topics) split by FedTAD's Louvain protocol into M = 5 and M = 10 clients.
+weak class topics) split by FedTAD's Louvain protocol into M clients (M0 = 5 judged; M = 10 at
+full and where ``client_counts`` asks).
 
-Arms (one local model for all: a 4-layer GCN with a feature decoder, reconstruction + DEC, K-means):
-    fedncn_m{M}          FedNCN at M clients, share k = ``model.share``
+One local model for every arm: a 4-layer GCN with a feature decoder on column-standardised features
+(the statistics summed over clients), ``warmup_rounds`` of reconstruction only, then
+reconstruction + DEC, K-means.
+
+Arms:
+    fedncn_m{M}          FedNCN at M clients, share k = ``model.share``, mutual-best group linking
     fedavg_m{M}          FedAvg of the local model and the cluster centres
     fedprox_m{M}         FedProx (proximal weight ``model.prox_mu``)
     local_m{M}           each client alone, ids matched afterwards on raw-feature centroids
-    fedncn_nomend_m{M}   CLM off: no inter-cluster (cross-client) links on the server graph
-    fedncn_noproto_m{M}  GKS off: the consensus prototypes are not sent back (weights still are)
-    fedncn_k{p}_m{M0}    the k sweep at the first client count (p = share in percent)
-    centralised          the local model on the whole graph (upper reference)
+    fedncn_nomend_m{M0}  CLM off: no inter-cluster (cross-client) links on the server graph
+    fedncn_noproto_m{M0} GKS off: the consensus prototypes are not sent back (weights still are)
+    fedncn_k{p}_m{M0}    the k sweep at M0 (p = share in percent), when ``shares`` is set
+References (learn nothing, or see everything; never beaten as baselines):
+    centralised          the local model on the whole graph (control: no links lost)
+    kmeans_propagated    K-means on A_hat^2 X of the whole graph, no training (control)
+    kmeans_local_m{M0}   each client K-means on its own A_hat^2 X, ids matched like local-only
+                         (the no-training federated floor)
 
 Equal effort: every arm gets the same rounds, local epochs and the same learning-rate sweep
 ``lrs``; each method keeps the rate with the best ACC on a separate *validation* graph (same
-generator, another seed; its labels are used only for this choice) split among the first client
-count, and uses it at every client count on the test graphs of the seeds.
+generator, another seed; its labels are used only for this choice) split among M0 clients, and uses
+it at every client count on the test graphs of the seeds.
 
-Criteria (declared before any small-scale number was seen; thresholds from the config):
-    beats_{fedavg,fedprox,local}_m{M}   mean ACC of fedncn_m{M} > that baseline's, for every M
-    mending_helps          fedncn_m{M0} ACC > fedncn_nomend_m{M0} ACC (CLM ablation)
-    sharing_helps          fedncn_m{M0} ACC > fedncn_noproto_m{M0} ACC (GKS ablation)
-    links_informative      fedncn_m{M0}: kept cross-client links' same-class share minus the class
-                           base rate >= ``min_precision_lift`` (mending is not noise)
+Gates (point conditions; a failure makes the verdict inconclusive):
+    local_model_learns   ACC(centralised) - ACC(kmeans_propagated) >= -``gate_margin`` (0.05): the
+                         shared local model learns about what the propagated features hold
+    federation_learns    ACC(fedavg_m{M0}) > ACC(kmeans_local_m{M0}): the plain federated baseline
+                         beats clustering each client's propagated features without training, so
+                         the federated arms are compared above the no-learning floor
 
-Outcome at small (3 seeds, recorded 2026-12-04, 388 s on a nearly idle machine): not reproduced.
-Mean ACC at 5 clients: FedNCN 0.425, FedAvg 0.487, FedProx 0.344, local-only 0.504, CLM-off 0.534,
-GKS-off 0.490, centralised 0.596; at 10 clients: FedNCN 0.367, FedAvg 0.377, FedProx 0.319, local-only
-0.374, CLM-off 0.477. FedNCN beats only FedProx. Its kept cross-client links join same-class nodes
-24% of the time against an 18% base rate (the lift 0.063 passes the 0.05 threshold) and touch 43% of
-the destroyed links' group pairs, but at that precision the added links hurt: removing them (CLM-off)
-is the best federated arm at both client counts. Seed spread is large (std 0.05-0.13 ACC).
+Criteria (declared before any small-scale number of this design was seen). Arm-vs-arm criteria are
+paired over seeds and nodes (items: each node's 0/1 correctness under its arm's Hungarian matching;
+two-stage cluster bootstrap), smallest effect ``min_effect`` = 0.02 ACC (declared: the paper's tables
+were not available to us; 2 ACC points is the smallest gap deep-clustering tables treat as a win):
+    beats_fedavg_m{M0}   headline: ACC(fedncn) > ACC(fedavg)
+    beats_{fedprox,local}_m{M0}, beats_{fedavg,local}_m{M} for every other M
+    mending_helps        ACC(fedncn) > ACC(fedncn_nomend) at M0 (CLM ablation)
+    sharing_helps        ACC(fedncn) > ACC(fedncn_noproto) at M0 (GKS ablation)
+    links_informative    kept cross-client links' same-class share minus the class base rate
+                         >= ``min_precision_lift`` (0.05) at M0 (point threshold)
+
+Earlier design (small, 3 seeds, 2026-12-04): not reproduced. The local model (raw sparse rows, no
+warm-up) learnt little: centralised 0.60 ACC against 0.98 for K-means on A_hat^2 X, and every
+federated arm sat at the no-training per-client level; group linking joined every group to its best
+group on every other client (link precision 24 % against an 18 % base rate). Both are fixed (config
+flags ``standardize``, ``warmup_rounds``, ``inter_rule``; the old behaviour is ``standardize=False,
+warmup_rounds=0, inter_rule="best_per_client"``).
 """
 
 from __future__ import annotations
@@ -56,11 +75,25 @@ from icml25.core.claims import Claim, Criterion
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.graphs import clustering_metrics, louvain_partition, make_attributed_sbm, metis_style_partition
+from icml25.graphs.metrics import hungarian_match
 from icml25.graphs.partition import Partition
 
-from .federated import ClusteringRun, FedNCNConfig, run_centralised, run_fedavg, run_fedncn, run_local
+from .federated import (
+    ClusteringRun,
+    FedNCNConfig,
+    run_centralised,
+    run_fedavg,
+    run_fedncn,
+    run_local,
+    run_propagated_kmeans,
+)
 
 VALIDATION_SEED = 10_000
+EFFECT_SOURCE = (
+    "declared: 2 ACC points; the paper's tables were not available to us, and 2 points is the smallest "
+    "gap deep graph clustering tables treat as a win (the old FedAvg/FedProx gap of 0.14 at 3 seeds "
+    "was noise, so the interval, not the point gap, decides)"
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +108,7 @@ class FedNCNCheckConfig:
     topic_words: int = 40
     p_topic: float = 0.08
     p_background: float = 0.01
-    client_counts: tuple[int, ...] = (5, 10)
+    client_counts: tuple[int, ...] = (5,)
     partition: str = "louvain"
     model: FedNCNConfig = FedNCNConfig(
         dims=(128, 128, 256, 10),
@@ -85,15 +118,23 @@ class FedNCNCheckConfig:
         share=0.1,
         gamma=0.1,
         denoiser_epochs=50,
+        warmup_rounds=3,
     )
     lrs: tuple[float, ...] = (1e-3, 3e-3)
-    shares: tuple[float, ...] = (0.01, 0.05, 0.2)
+    shares: tuple[float, ...] = ()
     run_ablations: bool = True
     min_precision_lift: float = 0.05
+    min_effect: float = 0.02
+    gate_margin: float = 0.05
 
     def __post_init__(self) -> None:
         check_fields(self, positive_int=("n", "num_classes", "num_features", "topic_words"))
-        check_fields(self, positive=("avg_degree",), unit_interval=("homophily", "p_topic", "p_background"))
+        check_fields(
+            self,
+            positive=("avg_degree", "min_effect"),
+            unit_interval=("homophily", "p_topic", "p_background"),
+        )
+        check_fields(self, non_negative=("gate_margin",))
         if not self.client_counts or any(not (isinstance(m, int) and m >= 1) for m in self.client_counts):
             raise ValueError(
                 f"FedNCNCheckConfig.client_counts must be positive ints, got {self.client_counts}"
@@ -115,49 +156,60 @@ def _k_arm(share: float, m: int) -> str:
 
 
 def _arms(cfg: FedNCNCheckConfig) -> list[str]:
-    arms = ["centralised"]
+    """Ours first, then the baselines and ablations (the references come from :func:`_references`)."""
+    m0 = cfg.client_counts[0]
+    arms = []
     for m in cfg.client_counts:
         arms += [f"fedncn_m{m}", f"fedavg_m{m}", f"fedprox_m{m}", f"local_m{m}"]
-        if cfg.run_ablations:
+        if cfg.run_ablations and m == m0:
             arms += [f"fedncn_nomend_m{m}", f"fedncn_noproto_m{m}"]
-    arms += [_k_arm(s, cfg.client_counts[0]) for s in cfg.shares]
+    arms += [_k_arm(s, m0) for s in cfg.shares]
     return arms
+
+
+def _references(cfg: FedNCNCheckConfig) -> list[str]:
+    return ["centralised", "kmeans_propagated", f"kmeans_local_m{cfg.client_counts[0]}"]
+
+
+def _paired(name: str, arm: str, other: str, cfg: FedNCNCheckConfig, what: str) -> Criterion:
+    return Criterion(
+        name,
+        arm=arm,
+        metric="acc",
+        op=">",
+        other_arm=other,
+        smallest_effect=cfg.min_effect,
+        effect_source=EFFECT_SOURCE,
+        description=what,
+    )
 
 
 def _criteria(cfg: FedNCNCheckConfig) -> tuple[Criterion, ...]:
     out = []
-    for m in cfg.client_counts:
-        for base, what in (("fedavg", "FedAvg"), ("fedprox", "FedProx"), ("local", "local-only training")):
-            out.append(
-                Criterion(
-                    f"beats_{base}_m{m}",
-                    arm=f"fedncn_m{m}",
-                    metric="acc",
-                    op=">",
-                    other_arm=f"{base}_m{m}",
-                    description=f"{m} clients: FedNCN's clustering ACC above {what} on the same local model",
-                )
-            )
     m0 = cfg.client_counts[0]
+    for m in cfg.client_counts:
+        bases = (("fedavg", "FedAvg"), ("fedprox", "FedProx"), ("local", "local-only training"))
+        for base, what in bases if m == m0 else bases[::2]:
+            out.append(
+                _paired(
+                    f"beats_{base}_m{m}",
+                    f"fedncn_m{m}",
+                    f"{base}_m{m}",
+                    cfg,
+                    f"{m} clients: FedNCN's clustering ACC above {what} on the same local model",
+                )  # fmt: skip
+            )
     if cfg.run_ablations:
         out += [
-            Criterion(
-                "mending_helps",
-                arm=f"fedncn_m{m0}",
-                metric="acc",
-                op=">",
-                other_arm=f"fedncn_nomend_m{m0}",
-                description=f"{m0} clients: ACC drops without cross-subgraph link mending (CLM ablation)",
+            _paired(
+                "mending_helps", f"fedncn_m{m0}", f"fedncn_nomend_m{m0}", cfg,
+                f"{m0} clients: ACC drops without cross-subgraph link mending (CLM ablation)",
             ),
-            Criterion(
-                "sharing_helps",
-                arm=f"fedncn_m{m0}",
-                metric="acc",
-                op=">",
-                other_arm=f"fedncn_noproto_m{m0}",
-                description=f"{m0} clients: ACC drops if prototypes are not sent back (GKS ablation)",
+            _paired(
+                "sharing_helps", f"fedncn_m{m0}", f"fedncn_noproto_m{m0}", cfg,
+                f"{m0} clients: ACC drops if prototypes are not sent back (GKS ablation)",
             ),
-        ]
+        ]  # fmt: skip
     out += [
         Criterion(
             "links_informative",
@@ -180,6 +232,34 @@ def _criteria(cfg: FedNCNCheckConfig) -> tuple[Criterion, ...]:
     return tuple(out)
 
 
+def _gates(cfg: FedNCNCheckConfig) -> tuple[Criterion, ...]:
+    m0 = cfg.client_counts[0]
+    return (
+        Criterion(
+            "local_model_learns",
+            arm="centralised",
+            metric="gap_to_propagated",
+            op=">=",
+            threshold=-cfg.gate_margin,
+            description=(
+                "the shared local model, trained on the whole graph, comes within gate_margin ACC of "
+                "K-means on A_hat^2 X (what the features and edges hold without training)"
+            ),
+        ),
+        Criterion(
+            "federation_learns",
+            arm=f"fedavg_m{m0}",
+            metric="acc",
+            op=">",
+            other_arm=f"kmeans_local_m{m0}",
+            description=(
+                f"{m0} clients: FedAvg of the local model beats each client clustering its own "
+                "propagated features without training (the no-learning federated floor)"
+            ),
+        ),
+    )
+
+
 def _claim(cfg: FedNCNCheckConfig) -> Claim:
     arms = _arms(cfg)
     m0 = cfg.client_counts[0]
@@ -193,7 +273,10 @@ def _claim(cfg: FedNCNCheckConfig) -> Claim:
         source="Abstract; Sec. 4 (main table over 5/10/20 clients, link-restoration analysis, ablations)",
         ours=f"fedncn_m{m0}",
         baselines=tuple(a for a in arms if a != f"fedncn_m{m0}"),
+        references=tuple(_references(cfg)),
+        controls=("centralised", "kmeans_propagated"),
         criteria=_criteria(cfg),
+        gates=_gates(cfg),
         headline=f"beats_fedavg_m{m0}",
         min_seeds=3,
         setup_notes=(
@@ -201,7 +284,8 @@ def _claim(cfg: FedNCNCheckConfig) -> Claim:
             f"features, homophily {cfg.homophily}, {cfg.partition} split into "
             f"{', '.join(map(str, cfg.client_counts))} "
             f"clients. GCN widths {'-'.join(map(str, cfg.model.dims))}, {cfg.model.rounds} rounds x "
-            f"{cfg.model.local_epochs} local epochs, k = {cfg.model.share:g}; lr sweep "
+            f"{cfg.model.local_epochs} local epochs ({cfg.model.warmup_rounds} warm-up rounds), k = "
+            f"{cfg.model.share:g}; lr sweep "
             f"{'/'.join(f'{v:g}' for v in cfg.lrs)} chosen per arm on a validation graph. The paper uses "
             "CiteSeer, PubMed, Amazon-Computer/Photo and Questions, widths 500-500-2000-10, 20 rounds x 10 "
             "epochs, 5 runs; FedNCN here is a reconstruction (no official code)."
@@ -232,8 +316,12 @@ def _run_arm(
     k = cfg.num_classes
     if arm == "centralised":
         return run_centralised(data, k, model, seed=seed)
+    if arm == "kmeans_propagated":
+        return run_propagated_kmeans(data, k, seed=seed)
     kind, _, m_str = arm.rpartition("_m")
     part = parts[int(m_str)]
+    if kind == "kmeans_local":
+        return run_propagated_kmeans(part, k, seed=seed)
     if kind == "fedavg":
         return run_fedavg(part, k, model, seed=seed)
     if kind == "fedprox":
@@ -250,13 +338,24 @@ def _run_arm(
     return run_fedncn(part, k, model, y=data.y, seed=seed)
 
 
-def _lr_key(arm: str, m0: int) -> str:
+def _lr_key(arm: str, m0: int) -> str | None:
     """The arm whose validation sweep sets ``arm``'s rate: each method is tuned once, at the first
-    client count ``m0``, and keeps that rate at the other counts (the k sweep reuses FedNCN's)."""
+    client count ``m0``, and keeps that rate at the other counts (the k sweep reuses FedNCN's);
+    the untrained K-means references have none."""
     if arm == "centralised":
         return arm
     kind = arm.rpartition("_m")[0]
+    if arm == "kmeans_propagated" or kind == "kmeans_local":
+        return None
     return f"fedncn_m{m0}" if kind.startswith("fedncn_k") else f"{kind}_m{m0}"
+
+
+def node_correct(y_true: Any, labels: np.ndarray) -> np.ndarray:
+    """``[n]`` 1.0 where a node's cluster maps to its class under the Hungarian matching (mean = ACC)."""
+    y = np.asarray(y_true)
+    mapping = hungarian_match(y, labels)
+    mapped = np.array([mapping.get(int(c), -1) for c in labels])
+    return (mapped == y).astype(float)
 
 
 class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
@@ -264,7 +363,7 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
     claim = CLAIM
 
     def claim_for(self, config: FedNCNCheckConfig) -> Claim:
-        """Arms and thresholds come from the config (client counts, k sweep)."""
+        """Arms, gates and thresholds come from the config (client counts, k sweep)."""
         return _claim(config)
 
     presets = {
@@ -277,46 +376,60 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
             p_background=0.03,
             client_counts=(3,),
             model=FedNCNConfig(
-                dims=(16, 16, 32, 4), rounds=2, local_epochs=2, server_epochs=2, share=0.2, denoiser_epochs=5
+                dims=(16, 16, 32, 4),
+                rounds=3,
+                local_epochs=2,
+                server_epochs=2,
+                share=0.2,
+                denoiser_epochs=5,
+                warmup_rounds=1,
             ),
             lrs=(3e-3,),
             shares=(0.1,),
-        ),
+        ),  # fmt: skip
         "small": FedNCNCheckConfig(),
         "full": FedNCNCheckConfig(
             n=3000,
             num_features=500,
             client_counts=(5, 10, 20),
-            model=FedNCNConfig(),  # the paper's widths and 20 rounds x 10 epochs, k = 5%
+            model=FedNCNConfig(warmup_rounds=5),  # the paper's widths and 20 rounds x 10 epochs, k = 5%
             shares=(0.01, 0.1, 0.2),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "full": 5}
+    default_seeds = {"tiny": 1, "small": 5, "full": 5}
 
     def run_seed(self, config: FedNCNCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
-        arms = _arms(config)
         m0 = config.client_counts[0]
-        tuned = sorted({_lr_key(a, m0) for a in arms}, key=arms.index)
+        arms = [*_arms(config), *_references(config)]
+        tuned = [a for a in dict.fromkeys(_lr_key(a, m0) for a in arms) if a is not None]
         chosen = self._choose_lrs(config, tuned, ctx)
         data = _graph(config, seed)
         parts = {m: _split(config, data, m, seed) for m in config.client_counts}
         metrics: dict[str, dict[str, float]] = {}
+        items: dict[str, dict[str, np.ndarray]] = {}
         series: dict[str, Any] = {"chosen_lr": chosen, "dropped_fraction": {}}
         for count, part in parts.items():
             series["dropped_fraction"][str(count)] = part.dropped_fraction
         for i, arm in enumerate(arms):
             ctx.progress(f"run {arm}", i, len(arms))
-            run = _run_arm(arm, config, data, parts, chosen[_lr_key(arm, m0)], seed)
+            key = _lr_key(arm, m0)
+            lr = chosen[key] if key is not None else config.lrs[0]
+            run = _run_arm(arm, config, data, parts, lr, seed)
             m: dict[str, float] = clustering_metrics(data.y, run.labels)
-            m["lr"] = chosen[_lr_key(arm, m0)]
+            if key is not None:
+                m["lr"] = lr
             if run.history:
                 h = run.history
-                for key in ("link_precision", "base_rate", "restored_share", "cross_links", "server_nodes"):
-                    m[key] = float(h[key][-1]) if np.isfinite(h[key][-1]) else 0.0
+                for name in ("link_precision", "base_rate", "restored_share", "cross_links", "server_nodes"):
+                    m[name] = float(h[name][-1]) if np.isfinite(h[name][-1]) else 0.0
                 m["precision_lift"] = m["link_precision"] - m["base_rate"] if h["cross_links"][-1] else 0.0
                 series[arm] = {k: [float(v) for v in vals] for k, vals in h.items()}
             metrics[arm] = m
-        return SeedOutcome(metrics=metrics, series=series)
+            items[arm] = {"acc": node_correct(data.y, run.labels)}
+        metrics["centralised"]["gap_to_propagated"] = (
+            metrics["centralised"]["acc"] - metrics["kmeans_propagated"]["acc"]
+        )
+        return SeedOutcome(metrics=metrics, series=series, items=items)
 
     def _choose_lrs(self, config: FedNCNCheckConfig, tuned: list[str], ctx: RunContext) -> dict[str, float]:
         if len(config.lrs) == 1:
@@ -345,11 +458,17 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
         for j, kind in enumerate(kinds):
             for i, m in enumerate(config.client_counts):
                 vals = [o.metrics[f"{kind}_m{m}"]["acc"] for o in outcomes if f"{kind}_m{m}" in o.metrics]
+                if not vals:
+                    continue
                 x = i + (j - (len(kinds) - 1) / 2) * width
                 ax.bar(x, np.mean(vals), width=width, color=f"C{j}", label=kind if i == 0 else None)
                 ax.scatter([x] * len(vals), vals, color="k", s=6, zorder=3)
         central = [o.metrics["centralised"]["acc"] for o in outcomes]
         ax.axhline(float(np.mean(central)), color="k", ls="--", lw=0.8, label="centralised")
+        for ref, style in (("kmeans_propagated", "-."), (f"kmeans_local_m{config.client_counts[0]}", ":")):
+            vals = [o.metrics[ref]["acc"] for o in outcomes if ref in o.metrics]
+            if vals:
+                ax.axhline(float(np.mean(vals)), color="grey", ls=style, lw=0.8, label=ref)
         ax.set_xticks(range(len(config.client_counts)), [f"M = {m}" for m in config.client_counts])
         ax.set(ylabel="clustering ACC (all nodes)", title="arms (bars: mean, dots: seeds)")
         ax.legend(fontsize=6)
@@ -379,7 +498,9 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
             fig,
             "fedncn_acc_and_k",
             "Left: clustering ACC of FedNCN, its ablations and the baselines at each client count (dashed: "
-            "centralised reference). Right: FedNCN's ACC and the same-class share of its kept cross-client "
+            "centralised reference; dash-dot: K-means on A_hat^2 X of the whole graph; dotted: each client "
+            "K-means on its own A_hat^2 X, the no-training floor). "
+            "Right: FedNCN's ACC and the same-class share of its kept cross-client "
             "links against the uploaded share k (mean +- std over seeds; dotted: chance).",
         )
 

@@ -38,7 +38,14 @@ from torch_geometric.data import Data
 from icml25.core.validate import check_fields, check_in_range, check_positive
 from icml25.graphs.partition import Partition
 
-from .mending import ClientSignals, mend_links, restored_share, select_representatives, train_denoiser
+from .mending import (
+    INTER_RULES,
+    ClientSignals,
+    mend_links,
+    restored_share,
+    select_representatives,
+    train_denoiser,
+)
 from .model import GCNAutoencoder, LocalTrainConfig, kmeans, normalized_adjacency, train_local
 
 __all__ = [
@@ -48,6 +55,9 @@ __all__ = [
     "run_fedavg",
     "run_local",
     "run_centralised",
+    "run_propagated_kmeans",
+    "federated_moments",
+    "standardize_features",
 ]
 
 Progress = Callable[[int, int], None]
@@ -70,6 +80,21 @@ class FedNCNConfig:
         share_prototypes: consensus prototypes sent back (False: the GKS-off ablation; the
             generator weights are still sent, clients run their own K-means).
         prox_mu: FedProx weight used by :func:`run_fedavg` when asked for FedProx.
+        adj_weight: weight of a graph-autoencoder link loss in the local objective (0 = off, as in
+            the paper's reconstruction + DEC objective).
+        standardize: z-score the feature columns before training with the column mean and std of
+            all nodes, which the clients obtain by summing per-client counts, sums and sums of
+            squares (:func:`federated_moments`; True, our choice: on sparse bag-of-words rows the
+            4-layer GCN autoencoder learns little in the paper's 200 epochs without it, see the
+            README); False feeds the raw rows.
+        warmup_rounds: the first rounds train the reconstruction only (no DEC term) and cluster
+            with fresh k-means++ (no centres carried over), in every arm alike: DEC's usual
+            autoencoder pre-training (Xie et al., 2016), which the paper does not describe (0: off).
+        inter_rule, min_kernel: which (client, cluster) groups the server links across clients
+            (see :func:`~.mending.mend_links`): ``"mutual"`` (default) links two groups only when
+            each is the other's best-scoring group on that client and their kernel is at least
+            ``min_kernel``; ``"best_per_client"`` links every group to its best group on every
+            other client (this implementation's earlier rule).
     """
 
     dims: tuple[int, ...] = (500, 500, 2000, 10)
@@ -89,16 +114,28 @@ class FedNCNConfig:
     share_prototypes: bool = True
     prox_mu: float = 0.01
     adj_weight: float = 0.0
+    standardize: bool = True
+    warmup_rounds: int = 0
+    inter_rule: str = "mutual"
+    min_kernel: float = 0.0
 
     def __post_init__(self) -> None:
         check_fields(
             self,
             positive_int=("rounds", "local_epochs", "denoiser_epochs", "server_epochs", "intra_k", "inter_k"),
             positive=("lr", "noise_std", "denoiser_lr"),
-            non_negative=("gamma", "prox_mu"),
+            non_negative=("gamma", "prox_mu", "warmup_rounds"),
         )
+        if not isinstance(self.warmup_rounds, int) or self.warmup_rounds >= self.rounds:
+            raise ValueError(
+                f"FedNCNConfig.warmup_rounds must be an int below rounds={self.rounds}, "
+                f"got {self.warmup_rounds}"
+            )
         check_in_range("FedNCNConfig.share", self.share, 0.0, 1.0, low_open=True)
         check_in_range("FedNCNConfig.keep", self.keep, 0.0, 1.0, low_open=True)
+        check_in_range("FedNCNConfig.min_kernel", self.min_kernel, -1.0, 1.0)
+        if self.inter_rule not in INTER_RULES:
+            raise ValueError(f"FedNCNConfig.inter_rule must be one of {INTER_RULES}, got {self.inter_rule!r}")
         if not self.dims:
             raise ValueError("FedNCNConfig.dims must hold at least one width")
         for i, w in enumerate(self.dims):
@@ -142,10 +179,35 @@ def _check_inputs(partition: Partition, num_clusters: int) -> None:
             )
 
 
-def _client_tensors(partition: Partition) -> list[tuple[Tensor, Tensor, Tensor]]:
+def standardize_features(x: Tensor, mean: Tensor | None = None, std: Tensor | None = None) -> Tensor:
+    """Column z-scores ``(x - mean) / std`` (default: the rows' own statistics; constant columns -> 0)."""
+    x = x.float()
+    mean = x.mean(0) if mean is None else mean
+    std = x.std(0, unbiased=False) if std is None else std
+    return torch.where(std > 1e-8, (x - mean) / std.clamp_min(1e-8), torch.zeros_like(x))
+
+
+def federated_moments(xs: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """Column mean and std of the union of the clients' rows from their summed statistics only.
+
+    Each client sends ``(n_m, sum_i x_i, sum_i x_i^2)`` per column (secure-aggregation style): the
+    union's moments, equal to those of the whole graph's feature matrix.
+    """
+    n = sum(len(x) for x in xs)
+    s1 = sum(x.float().sum(0) for x in xs)
+    s2 = sum(x.float().pow(2).sum(0) for x in xs)
+    mean = s1 / n
+    return mean, (s2 / n - mean.pow(2)).clamp_min(0.0).sqrt()
+
+
+def _client_tensors(partition: Partition, config: FedNCNConfig) -> list[tuple[Tensor, Tensor, Tensor]]:
+    xs = [c.data.x.float() for c in partition.clients]
+    if config.standardize:
+        mean, std = federated_moments(xs)
+        xs = [standardize_features(x, mean, std) for x in xs]
     return [
-        (c.data.x.float(), normalized_adjacency(c.data.edge_index, c.num_nodes), c.data.edge_index)
-        for c in partition.clients
+        (x, normalized_adjacency(c.data.edge_index, c.num_nodes), c.data.edge_index)
+        for x, c in zip(xs, partition.clients, strict=True)
     ]
 
 
@@ -205,13 +267,15 @@ def run_centralised(
     if not isinstance(data, Data) or data.x is None:
         raise TypeError("data must be a torch_geometric Data with node features x")
     check_positive("num_clusters", num_clusters, integer=True)
-    x = data.x.float()
+    x = standardize_features(data.x) if config.standardize else data.x.float()
     adj = normalized_adjacency(data.edge_index, int(data.num_nodes))
     model = _seeded_model(x.shape[1], config.dims, seed)
     gen = torch.Generator().manual_seed(seed)
     centers: Tensor | None = None
     labels = np.zeros(len(x), dtype=np.int64)
     for r in range(config.rounds):
+        if r < config.warmup_rounds:
+            centers = None
         train_local(model, x, adj, config.local(), centers=centers, edge_index=data.edge_index, generator=gen)
         labels, c = kmeans(_embed(model, x, adj), num_clusters, init=centers, seed=seed)
         centers = torch.from_numpy(c)
@@ -230,13 +294,15 @@ def run_local(
 ) -> ClusteringRun:
     """Each client trains and clusters alone; ids aligned afterwards by raw-feature centroids."""
     _check_inputs(partition, num_clusters)
-    tensors = _client_tensors(partition)
+    tensors = _client_tensors(partition, config)
     models = [_seeded_model(x.shape[1], config.dims, seed) for x, _, _ in tensors]
     gen = torch.Generator().manual_seed(seed)
     centers: list[Tensor | None] = [None] * len(tensors)
     labels = [np.zeros(len(x), dtype=np.int64) for x, _, _ in tensors]
     for r in range(config.rounds):
         for i, (model, (x, adj, ei)) in enumerate(zip(models, tensors, strict=True)):
+            if r < config.warmup_rounds:
+                centers[i] = None
             train_local(model, x, adj, config.local(), centers=centers[i], edge_index=ei, generator=gen)
             labels[i], c = kmeans(_embed(model, x, adj), num_clusters, init=centers[i], seed=seed)
             centers[i] = torch.from_numpy(c)
@@ -256,7 +322,7 @@ def run_fedavg(
 ) -> ClusteringRun:
     """FedAvg (or FedProx with ``prox=True``, weight ``config.prox_mu``) of the local model and centres."""
     _check_inputs(partition, num_clusters)
-    tensors = _client_tensors(partition)
+    tensors = _client_tensors(partition, config)
     sizes = np.array([c.num_nodes for c in partition.clients], dtype=float)
     global_model = _seeded_model(tensors[0][0].shape[1], config.dims, seed)
     protos: Tensor | None = None
@@ -264,6 +330,7 @@ def run_fedavg(
     gen = torch.Generator().manual_seed(seed)
     labels: list[np.ndarray] = []
     for r in range(config.rounds):
+        warm = r < config.warmup_rounds
         states, cents, counts, labels = [], [], [], []
         for x, adj, ei in tensors:
             model = _seeded_model(x.shape[1], config.dims, seed)
@@ -279,6 +346,10 @@ def run_fedavg(
         global_model.load_state_dict(
             {k: sum(wi * s[k] for wi, s in zip(w, states, strict=True)) for k in states[0]}
         )
+        if warm:  # reconstruction only; ids are aligned after the warm-up
+            if progress:
+                progress(r + 1, config.rounds)
+            continue
         if protos is None:  # align the clients' ids once: K-means over all clients' centres
             stacked = np.concatenate(cents)
             _, ref_c = kmeans(stacked, num_clusters, seed=seed)
@@ -315,7 +386,7 @@ def run_fedncn(
         seed: model initialisation, noise and K-means seed.
     """
     _check_inputs(partition, num_clusters)
-    tensors = _client_tensors(partition)
+    tensors = _client_tensors(partition, config)
     in_dim = tensors[0][0].shape[1]
     k = num_clusters
     server = _seeded_model(in_dim, config.dims, seed + 1)
@@ -339,12 +410,15 @@ def run_fedncn(
     for r in range(config.rounds):
         # ---- clients (Algorithm 1)
         labels, uploads = [], []
-        aligned = protos is not None and config.share_prototypes
+        warm = r < config.warmup_rounds
+        aligned = not warm and protos is not None and config.share_prototypes
         for model, (x, adj, ei), cl in zip(client_models, tensors, partition.clients, strict=True):
             if theta is not None:
                 model.load_state_dict(theta)  # GNN initialised from theta_gnn
-            if protos is not None and config.share_prototypes:
-                centers: Tensor | None = protos
+            if warm:
+                centers: Tensor | None = None
+            elif protos is not None and config.share_prototypes:
+                centers = protos
             elif r > 0:
                 centers = torch.from_numpy(kmeans(_embed(model, x, adj), k, seed=seed)[1])
             else:
@@ -369,13 +443,13 @@ def run_fedncn(
             signals.append(ClientSignals(rebuilt, cluster, ids))
         graph = mend_links(
             signals, k, intra_k=config.intra_k, inter_k=config.inter_k, keep=config.keep,
-            cross_links=config.cross_links,
+            cross_links=config.cross_links, inter_rule=config.inter_rule, min_kernel=config.min_kernel,
         )  # fmt: skip
         s_adj = normalized_adjacency(graph.edge_index, len(graph.x), graph.edge_weight)
         if theta is not None:
             server.load_state_dict(theta)
-        s_centers = protos if protos is not None else None
-        if s_centers is None and len(graph.x) >= k:
+        s_centers = None if warm else protos
+        if s_centers is None and not warm and len(graph.x) >= k:
             s_centers = torch.from_numpy(kmeans(_embed(server, graph.x, s_adj), k, seed=seed)[1])
         train_local(
             server,
@@ -415,3 +489,36 @@ def run_fedncn(
     if aligned:  # K-means started from the shared prototypes: ids are already global
         return ClusteringRun(_scatter(partition, labels), history)
     return ClusteringRun(_align_by_features(partition, labels, k, seed), history)
+
+
+def run_propagated_kmeans(
+    source: Data | Partition, num_clusters: int, *, hops: int = 2, seed: int = 0
+) -> ClusteringRun:
+    """No training: K-means on ``A_hat^hops X`` (SGC-style propagated raw features).
+
+    On a whole graph (``Data``) this is what the graph and features give without any learning, a
+    positive control for the local model. On a :class:`Partition` every client propagates over its
+    own edges and clusters alone; ids are matched afterwards like :func:`run_local` (the floor a
+    federated arm must beat to have learned anything from federation or training).
+    """
+    check_positive("hops", hops, integer=True)
+
+    def propagate(x: Tensor, edge_index: Tensor, n: int) -> Tensor:
+        adj = normalized_adjacency(edge_index, n)
+        h = x.float()
+        for _ in range(hops):
+            h = torch.sparse.mm(adj, h)
+        return h
+
+    if isinstance(source, Data):
+        if source.x is None:
+            raise TypeError("data must be a torch_geometric Data with node features x")
+        check_positive("num_clusters", num_clusters, integer=True)
+        h = propagate(source.x, source.edge_index, int(source.num_nodes))
+        return ClusteringRun(kmeans(h, num_clusters, seed=seed)[0])
+    _check_inputs(source, num_clusters)
+    labels = [
+        kmeans(propagate(c.data.x, c.data.edge_index, c.num_nodes), num_clusters, seed=seed)[0]
+        for c in source.clients
+    ]
+    return ClusteringRun(_align_by_features(source, labels, num_clusters, seed))

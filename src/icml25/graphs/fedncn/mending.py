@@ -14,15 +14,17 @@ Server side (Sec. 3 "link mending"; :func:`mend_links`):
    ``intra_k`` most cosine-similar group members;
 2. inter-cluster mending: a graph kernel ``s_ij = GK(G_i, G_j)`` scores pairs of groups from
    different clients; the default, as in the paper, is the cosine kernel (here: cosine of the groups'
-   mean rows); each group is linked to its best-scoring group on every other client, and node links
-   between two linked groups join each node to its ``inter_k`` most cosine-similar nodes there;
+   mean rows); only high-affinity pairs are linked: by default two groups that are each other's
+   best-scoring group on the other's client (mutual best match, optionally above a kernel floor);
+   node links between two linked groups join each node to its ``inter_k`` most cosine-similar
+   nodes there;
 3. improved N-Cut refinement: each added cross-client edge gets the contribution
    ``Con(a_ij) = a_ij / assoc(V_1, V) + a_ij / assoc(V_2, V)`` (``assoc`` = total edge weight at a
    group's nodes); only the top ``keep`` share by contribution is kept, giving ``G_psi``.
 
 Which rows ``B`` holds is our reading: raw feature rows of the representative nodes (the server's
 generator shares the clients' GNN architecture and sends its weights back, so its input must be the
-clients' feature space). The kernel-level details (mean pooling, best group per client, ``intra_k``,
+clients' feature space). The kernel-level details (mean pooling, the mutual-best-match rule, ``intra_k``,
 ``inter_k``, ``keep``) are our choices; the paper fixes only the formulas above.
 """
 
@@ -39,6 +41,7 @@ from torch import Tensor, nn
 from icml25.core.validate import check_finite_tensor, check_in_range, check_positive
 
 __all__ = [
+    "INTER_RULES",
     "ClientSignals",
     "MendedGraph",
     "select_representatives",
@@ -46,6 +49,9 @@ __all__ = [
     "mend_links",
     "restored_share",
 ]
+
+
+INTER_RULES = ("mutual", "best_per_client")
 
 
 def select_representatives(z: Tensor, labels: Tensor | np.ndarray, centers: Tensor, share: float) -> Tensor:
@@ -186,6 +192,8 @@ def mend_links(
     inter_k: int = 1,
     keep: float = 0.5,
     cross_links: bool = True,
+    inter_rule: str = "mutual",
+    min_kernel: float = 0.0,
 ) -> MendedGraph:
     """Intra-cluster cosine edges, kernel-linked groups across clients, N-Cut contribution pruning.
 
@@ -196,6 +204,13 @@ def mend_links(
         inter_k: cosine neighbours per node in each linked group of another client.
         keep: share of cross-client candidates kept by contribution (1 keeps all: no N-Cut pruning).
         cross_links: False drops inter-cluster mending (the "no link mending" ablation).
+        inter_rule: which group pairs of different clients are linked. ``"mutual"`` (default): two
+            groups whose kernel is at least ``min_kernel`` and each of which is the other's
+            best-scoring group on the other's client (the paper links "high-affinity" subgraphs;
+            a group with no such partner is left unlinked). ``"best_per_client"``: every group to
+            its best group on every other client, whatever the score (this implementation's earlier
+            rule; with label-skewed clients most such pairs join different classes).
+        min_kernel: the kernel floor of ``"mutual"`` (cosine of the groups' mean rows, in [-1, 1]).
     """
     if not signals:
         raise ValueError("signals must hold at least one client")
@@ -203,6 +218,9 @@ def mend_links(
     check_positive("intra_k", intra_k, integer=True)
     check_positive("inter_k", inter_k, integer=True)
     check_in_range("keep", keep, 0.0, 1.0, low_open=True)
+    check_in_range("min_kernel", min_kernel, -1.0, 1.0)
+    if inter_rule not in INTER_RULES:
+        raise ValueError(f"inter_rule must be one of {INTER_RULES}, got {inter_rule!r}")
     for i, s in enumerate(signals):
         check_finite_tensor(f"signals[{i}].rows", s.rows, ndim=2, floating=True)
         if s.cluster.shape != (s.rows.shape[0],) or s.node_ids.shape != (s.rows.shape[0],):
@@ -233,15 +251,19 @@ def mend_links(
         pooled = F.normalize(torch.stack([x[members[g]].mean(0) for g in gids]), dim=1)
         kernel = pooled @ pooled.T  # s_ij = GK(G_i, G_j), cosine kernel
         g_client = torch.tensor([g // num_clusters for g in gids])
-        pairs = set()
+        best: dict[tuple[int, int], int] = {}  # (group, other client) -> its best group there
         for a in range(len(gids)):
             for m in range(len(signals)):
                 if m == int(g_client[a]):
                     continue
                 others = torch.nonzero(g_client == m).flatten()
                 if others.numel():
-                    b = int(others[kernel[a, others].argmax()])
-                    pairs.add((min(a, b), max(a, b)))
+                    best[a, m] = int(others[kernel[a, others].argmax()])
+        pairs = set()
+        for (a, _m), b in best.items():
+            mutual = best.get((b, int(g_client[a]))) == a and float(kernel[a, b]) >= min_kernel
+            if inter_rule == "best_per_client" or mutual:
+                pairs.add((min(a, b), max(a, b)))
         for a, b in sorted(pairs):
             ia, ib = members[gids[a]], members[gids[b]]
             for p, q in ((ia, ib), (ib, ia)):
