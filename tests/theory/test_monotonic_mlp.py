@@ -472,3 +472,61 @@ def test_tiny_check_runs_shortened() -> None:
     out = CHECK.run_seed(config, 0, ctx)
     assert out.metrics["sign_adaptive"]["violations"] == 0
     assert set(out.metrics) == {"sign_adaptive", "nonneg_relu", "unconstrained"}
+
+
+def test_stability_is_judged_by_failures_on_a_grid_of_at_least_5000_steps() -> None:
+    """Issue 43: the old criterion compared the IQR of test MSE with the exp + sigmoid net's, which
+    fits badly at every init scale, after 1000 steps. Stability is now the paired failure rate over
+    the (scale, init) cells, and the grid trains for at least 5000 steps."""
+    small = CHECK.config("small")
+    assert small.steps_grid >= 5000
+    claim = CHECK.claim_for(small)
+    assert not any("iqr" in c.metric for c in claim.criteria)
+    head = claim.headline_criterion()
+    assert (head.name, head.metric, head.other_arm) == ("fails_less_than_square", "grid/failed", "nonneg_switch_square")
+    assert head.paired and head.op == "<"
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None, c.name
+        assert c.arm in claim.arms and (c.other_arm is None or c.other_arm in claim.arms)
+    assert set(claim.references) == {"unconstrained", "constant"}
+    assert {g.name for g in claim.gates_at("small")} >= {"grid_target_learnable", "mpg_learnable"}
+
+
+def test_criteria_follow_the_arms_that_run() -> None:
+    tiny = CHECK.claim_for(CHECK.config("tiny"))
+    names = {c.name for c in tiny.criteria}
+    assert "monotone_minmax" not in names and "fails_less_than_square" not in names
+    assert "monotone_sign_adaptive" in names
+    full = CHECK.claim_for(CHECK.config("full"))
+    assert {"fails_less_than_nonpos", "monotone_sign_adaptive_post"} <= {c.name for c in full.criteria}
+    with pytest.raises(ValueError, match="reference"):
+        dataclasses.replace(CHECK.config("small"), arms_grid=("sign_adaptive", "unconstrained"))
+
+
+def test_grid_items_pair_cells_across_arms_and_mark_failures() -> None:
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+
+    config = dataclasses.replace(
+        CHECK.config("small"),
+        arms_1d=("sign_adaptive",),
+        targets_1d=("tanh",),
+        steps_1d=5,
+        steps_grid=20,
+        grid_n=120,
+        width_grid=8,
+        run_mpg=False,
+        verify_pairs=50,
+        verify_pairs_grid=50,
+    )
+    ctx = RunContext(slug="monotonic_mlp", scale="small", run_dir=None, reporter=NullReporter())  # type: ignore[arg-type]
+    out = CHECK.run_seed(config, 0, ctx)
+    n_cells = len(config.init_scales) * config.grid_reps
+    threshold = out.series["grid"]["failure_threshold"]
+    for arm in config.arms_grid:
+        failed, log_mse = out.items[arm]["grid/failed"], out.items[arm]["grid/log_mse"]
+        assert failed.shape == log_mse.shape == (n_cells,)
+        np.testing.assert_array_equal(failed, (np.exp(log_mse) > threshold).astype(float))
+    best = min(out.metrics[a]["grid/median_mse"] for a in config.arms_grid)
+    assert threshold == pytest.approx(config.failure_factor * best)
+    assert out.metrics["constant"]["grid/test_mse"] > 0 and out.metrics["unconstrained"]["grid/test_mse"] > 0
