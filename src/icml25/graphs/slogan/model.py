@@ -48,6 +48,7 @@ __all__ = [
     "SloganConfig",
     "SloganOutput",
     "covariance_gap",
+    "default_floor",
     "dv_bound",
     "gaussian_kl",
     "grad_reverse",
@@ -66,10 +67,18 @@ class SloganConfig:
         z_dim: width d of the causal and spurious latents.
         gamma: weight of the decoupling loss L_dis (paper: 0.003).
         eta: weight of the intervention loss L_inv (paper: 0.1).
-        beta: weight of the spurious bottleneck KL inside L_dis (*proposed*).
+        beta: weight of the spurious bottleneck KL inside L_dis (*proposed*, sign and weight ours:
+            the notes write the spurious branch as ``I(z_s; y) - beta I(z_s; z)`` and say the aim
+            is to "limit" ``beta I(z_s; z)``; we read this as compression and add
+            ``+beta * KL(q(z_s|z) || N(0, I))``, an upper bound on ``I(z_s; z)``, with beta = 1
+            inside L_dis, whose weight gamma = 0.003 makes its effective weight 0.003; the
+            literal sign would instead reward z_s for carrying information about z, which the
+            generator's reconstruction L_ge already does. ``beta=0`` drops the term).
         lam_cov: weight of the covariance constraint inside L_inv (*proposed*).
         tau: base confidence threshold (paper: 0.95).
         dropout: dropout before the classifier.
+        threshold_floor: lowest adaptive threshold (:class:`AdaptiveThreshold`; None: the
+            midpoint ``(1/K + tau) / 2``, ours; 0: the unfloored rule of the first version).
     """
 
     in_dim: int
@@ -84,11 +93,16 @@ class SloganConfig:
     lam_cov: float = 1.0
     tau: float = 0.95
     dropout: float = 0.0
+    threshold_floor: float | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, positive_int=("in_dim", "hidden", "layers", "z_dim"))
         check_fields(self, non_negative=("gamma", "eta", "beta", "lam_cov"), probability=("dropout",))
         check_fields(self, unit_interval=("tau",))
+        if self.threshold_floor is not None and not 0.0 <= self.threshold_floor <= self.tau:
+            raise ValueError(
+                f"SloganConfig.threshold_floor must lie in [0, tau={self.tau}], got {self.threshold_floor}"
+            )
         check_positive("SloganConfig.n_classes", self.n_classes, integer=True)
         if self.n_classes < 2:
             raise ValueError(f"SloganConfig.n_classes must be >= 2, got {self.n_classes}")
@@ -322,6 +336,11 @@ class SLOGAN(nn.Module):
         return total, {"l_ge": l_ge.detach(), "l_swap": l_swap.detach(), "l_cov": l_cov.detach()}
 
 
+def default_floor(n_classes: int, tau: float) -> float:
+    """``(1/K + tau) / 2``: midway between chance confidence and the base threshold (ours)."""
+    return min(tau, (1.0 / n_classes + tau) / 2)
+
+
 class AdaptiveThreshold:
     """Category-adaptive confidence thresholds tau_c = M_c * tau (Sec. 3.3).
 
@@ -334,15 +353,25 @@ class AdaptiveThreshold:
     threshold warm-up, which sets every threshold near 0 while few graphs are confident, accepted
     every target graph in a pilot and collapsed the classifier; see the README.)
 
+    Floor (ours): a class the model rarely predicts gets M_c near 0, so its bar fell to near-chance
+    confidence and near-chance pseudo-labels were accepted for it. Thresholds are therefore
+    ``max(floor, M_c * tau)``; the default floor is the midpoint ``(1/K + tau) / 2`` between chance
+    confidence and the base threshold; ``floor=0`` gives the unfloored rule.
+
     Args:
         n_classes: K. tau: base threshold in (0, 1].
+        floor: lowest threshold in [0, tau]; None: ``(1/K + tau) / 2``.
     """
 
-    def __init__(self, n_classes: int, tau: float = 0.95) -> None:
+    def __init__(self, n_classes: int, tau: float = 0.95, floor: float | None = None) -> None:
         check_positive("n_classes", n_classes, integer=True)
         if not (isinstance(tau, int | float) and 0.0 < tau <= 1.0):
             raise ValueError(f"tau must lie in (0, 1], got {tau!r}")
+        floor = default_floor(n_classes, tau) if floor is None else floor
+        if not (isinstance(floor, int | float) and 0.0 <= floor <= tau):
+            raise ValueError(f"floor must lie in [0, tau={tau}], got {floor!r}")
         self.n_classes = n_classes
+        self.floor = float(min(floor, tau))
         self.tau = float(tau)
         self.thresholds = torch.full((n_classes,), self.tau)
 
@@ -355,7 +384,7 @@ class AdaptiveThreshold:
         """Recompute thresholds from (N, K) class probabilities of all target graphs; returns them."""
         self._check(probs)
         pbar = probs.mean(dim=0)
-        self.thresholds = pbar / pbar.max().clamp(min=1e-12) * self.tau
+        self.thresholds = (pbar / pbar.max().clamp(min=1e-12) * self.tau).clamp(min=self.floor)
         return self.thresholds.clone()
 
     def mask(self, probs: Tensor) -> Tensor:

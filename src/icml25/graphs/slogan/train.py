@@ -189,7 +189,7 @@ def train_uda(
     disc = DomainDiscriminator(model.config.hidden) if method == "dann" else None
     params = list(model.parameters()) + (list(disc.parameters()) if disc is not None else [])
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    thresholds = AdaptiveThreshold(model.config.n_classes, model.config.tau)
+    thresholds = AdaptiveThreshold(model.config.n_classes, model.config.tau, model.config.threshold_floor)
     bs = min(cfg.batch_size, len(source), len(target))
     steps_per_epoch = max(1, len(source) // bs)
     total_steps = steps_per_epoch * cfg.epochs
