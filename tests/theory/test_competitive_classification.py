@@ -172,6 +172,45 @@ def test_best_response_equals_erm_for_two_providers_under_uniform() -> None:
     np.testing.assert_array_equal(br.predict(X), erm.predict(X))
 
 
+def _torch_soft_share(X, y, w, coef, icpt, classes, C, T, lr, steps):  # noqa: ANN001, ANN202
+    """The soft-share ascent as first written, with torch autograd and torch.optim.Adam."""
+    import torch
+
+    W = torch.tensor(coef, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(icpt, dtype=torch.float64, requires_grad=True)
+    Xt = torch.as_tensor(X, dtype=torch.float64)
+    idx = torch.as_tensor(np.searchsorted(classes, y), dtype=torch.long)
+    wt = torch.as_tensor(w, dtype=torch.float64)
+    opt = torch.optim.Adam([W, b], lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        p = torch.softmax((Xt @ W.T + b) / T, dim=1)
+        loss = -(wt * p.gather(1, idx[:, None]).squeeze(1)).mean() + (W**2).sum() / (2.0 * C * X.shape[0])
+        loss.backward()
+        opt.step()
+    return W.detach().numpy(), b.detach().numpy()
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_soft_share_ascent_matches_torch_adam(n_classes: int) -> None:
+    """The closed-form gradient and numpy Adam give torch autograd + torch.optim.Adam's iterates."""
+    rng = np.random.default_rng(n_classes)
+    X = rng.normal(size=(120, 3))
+    y = rng.integers(0, n_classes, size=120)
+    co = rng.random((120, 2)) < 0.5
+    model = MarketAwareClassifier(
+        LogisticRegression(C=0.7, max_iter=2000), proxy="soft_share", temperature=0.5, steps=60, lr=0.05
+    ).fit(X, y, co)
+    est = model.estimator_
+    coef, icpt = np.asarray(est.coef_), np.asarray(est.intercept_)
+    if coef.shape[0] == 1:
+        coef, icpt = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], icpt])
+    W, b = _torch_soft_share(X, y, model.weights_, coef, icpt, model.classes_, 0.7, 0.5, 0.05, 60)
+    assert np.abs(W - coef).max() > 1e-3  # the ascent moved
+    np.testing.assert_allclose(model.coef_, W, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(model.intercept_, b, atol=1e-10, rtol=0)
+
+
 @pytest.mark.parametrize("proxy", ["soft_share", "soft_all"])
 def test_soft_proxies_raise_the_smooth_share(proxy: str) -> None:
     data = market_data("wine", 3, seed=0)
