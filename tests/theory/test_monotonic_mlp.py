@@ -483,7 +483,11 @@ def test_stability_is_judged_by_failures_on_a_grid_of_at_least_5000_steps() -> N
     claim = CHECK.claim_for(small)
     assert not any("iqr" in c.metric for c in claim.criteria)
     head = claim.headline_criterion()
-    assert (head.name, head.metric, head.other_arm) == ("fails_less_than_square", "grid/failed", "nonneg_switch_square")
+    assert (head.name, head.metric, head.other_arm) == (
+        "fails_less_than_square",
+        "grid/failed",
+        "nonneg_switch_square",
+    )
     assert head.paired and head.op == "<"
     for c in claim.criteria_at("small"):
         assert c.other_arm is None or c.smallest_effect is not None, c.name

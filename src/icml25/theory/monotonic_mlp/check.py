@@ -179,7 +179,9 @@ class MonotonicMLPConfig:
         if "minmax" in self.arms_1d or "minmax" in self.arms_grid:
             raise ValueError("minmax is a scalar-output network used on Auto MPG only")
         if "unconstrained" in self.arms_grid:
-            raise ValueError("the unconstrained MLP is the grid's reference: set grid_reference, not arms_grid")
+            raise ValueError(
+                "the unconstrained MLP is the grid's reference: set grid_reference, not arms_grid"
+            )
         if not self.failure_factor > 1.0:
             raise ValueError(f"failure_factor must be > 1, got {self.failure_factor}")
         if self.run_grid and (not self.init_scales or any(s <= 0 for s in self.init_scales)):
@@ -247,9 +249,9 @@ def _criteria(cfg: MonotonicMLPConfig) -> tuple[Criterion, ...]:
                 other_arm=base,
                 smallest_effect=FAIL_EFFECT,
                 effect_source=FAIL_SOURCE,
-                description=f"8-D init grid: sign-adaptive fails (test MSE > {cfg.failure_factor:g}x the best "
-                f"arm's median) on fewer (scale, init) cells than {base} (paired over seeds and cells)"
-                + (" - the claim of lower init sensitivity" if head else ""),
+                description="8-D init grid: sign-adaptive fails (test MSE > "
+                f"{cfg.failure_factor:g}x the best arm's median) on fewer (scale, init) cells than {base} "
+                "(paired over seeds and cells)" + (" - the claim of lower init sensitivity" if head else ""),
             )
         )
         out.append(
@@ -317,8 +319,10 @@ def _criteria(cfg: MonotonicMLPConfig) -> tuple[Criterion, ...]:
                     threshold=math.log(CONVEX_FAIL_FACTOR),
                 )
             )
-    run = set(cfg.arms_1d) | (set(cfg.arms_grid) if cfg.run_grid else set()) | (
-        set(cfg.arms_mpg) if cfg.run_mpg else set()
+    run = (
+        set(cfg.arms_1d)
+        | (set(cfg.arms_grid) if cfg.run_grid else set())
+        | (set(cfg.arms_mpg) if cfg.run_mpg else set())
     )
     out += [
         _crit(
@@ -409,7 +413,11 @@ def _claim(cfg: MonotonicMLPConfig) -> Claim:
     crit = _criteria(cfg)
     names = [c.name for c in crit]
     headline = next(
-        (n for n in ("fails_less_than_square", "fails_less_than_exp", "accurate_vs_constrained") if n in names),
+        (
+            n
+            for n in ("fails_less_than_square", "fails_less_than_exp", "accurate_vs_constrained")
+            if n in names
+        ),
         None,
     )
     return dataclasses.replace(CLAIM_TEMPLATE, criteria=crit, gates=_gates(cfg), headline=headline)
@@ -585,7 +593,9 @@ class MonotonicMLPCheck(ClaimCheck[MonotonicMLPConfig]):
                 for rep in range(config.grid_reps):
                     ctx.progress("8-D grid", done, total)
                     done += 1
-                    model = fit("unconstrained", dims, std_split, 7919 * seed + 31 * rep + 1, config.steps_grid)
+                    model = fit(
+                        "unconstrained", dims, std_split, 7919 * seed + 31 * rep + 1, config.steps_grid
+                    )
                     ref.append(_mse(predict(model, split.X_test) * sd + mu, split.y_test))
                 metrics["unconstrained"]["grid/test_mse"] = float(np.median(ref))
                 grid["unconstrained (scale 1)"] = [ref]
