@@ -600,7 +600,7 @@ class MoESGDCheck(ClaimCheck[MoESGDConfig]):
                     series["nstar_unmeasured"][str(d)] = [extra["nstar_unmeasured"], extra["nstar_active"]]
                     n_star["moe_local"].append(extra["n_star_local"])
                     series.setdefault("confusion", {})[str(d)] = extra.get("confusion")
-                if d == max(cfg.dims):
+                if d == max(cfg.dims) and log is not None:
                     series["curves"][arm] = _curves(log)
             m, _, _ = run_arm("untrained", task, cfg, 1.0, seed)
             for name, value in m.items():
