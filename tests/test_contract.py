@@ -90,7 +90,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "isotropic_merging",
         "l_diffusion",
         "lexicographic_morl",
-        "lvlingam_cumulants",
         "moe_sgd",
         "monotonic_mlp",
         "nice",
