@@ -508,3 +508,9 @@ def test_check_json_carries_config_and_overrides(tmp_path) -> None:
     row = json.loads(proc.stdout)[0]
     assert row["overrides"] == {"horizon": 4000} and row["config"]["horizon"] == 4000
     assert {"role", "outcome", "interval", "smallest_effect"} <= set(row["criteria"][0])
+
+
+def test_medium_scale_without_a_preset_is_a_one_line_error(capsys, tmp_path) -> None:
+    assert main(["check", SLUG, "--scale", "medium", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{SLUG} has no medium preset" in err and "\n" not in err

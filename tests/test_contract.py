@@ -10,7 +10,7 @@ import pytest
 
 from icml25.catalog import PAPERS, Paper
 from icml25.core.check import FIGURE_FAILURE_NOTE
-from icml25.core.claims import SCALES
+from icml25.core.claims import REQUIRED_SCALES
 from icml25.core.config import apply_overrides, config_to_dict
 
 IMPLEMENTED = [p for p in PAPERS if p.implemented]
@@ -23,7 +23,8 @@ def paper(request) -> Paper:
 
 def test_presets_are_frozen_dataclasses_that_round_trip(paper: Paper) -> None:
     check = paper.load_check()
-    for scale in SCALES:
+    assert set(REQUIRED_SCALES) <= set(check.scales()), f"{paper.slug} lacks a required preset"
+    for scale in check.scales():
         config = check.config(scale)
         assert dataclasses.is_dataclass(config)
         params = type(config).__dataclass_params__  # type: ignore[attr-defined]

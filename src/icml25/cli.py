@@ -171,8 +171,6 @@ def config_rows(check: Any) -> list[tuple[str, str, dict[str, str]]]:
     import dataclasses
     import typing
 
-    from icml25.core.claims import SCALES
-
     def walk(configs: dict[str, Any], prefix: str) -> list[tuple[str, str, dict[str, str]]]:
         first = next(iter(configs.values()))
         hints = typing.get_type_hints(type(first))
@@ -188,21 +186,21 @@ def config_rows(check: Any) -> list[tuple[str, str, dict[str, str]]]:
             rows.append((f"{prefix}{f.name}", str(kind_name), {k: repr(v) for k, v in values.items()}))
         return rows
 
-    return walk({scale: check.config(scale) for scale in SCALES}, "")
+    return walk({scale: check.config(scale) for scale in check.scales()}, "")
 
 
 def _print_config(paper: Paper) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from icml25.core.claims import SCALES
-
+    check = paper.load_check()
+    scales = check.scales()
     table = Table(title=f"{paper.slug}: config keys (override with --set KEY=VALUE)")
-    for col in ("key", "type", *SCALES):
+    for col in ("key", "type", *scales):
         table.add_column(col, overflow="fold")
-    for key, kind, values in config_rows(paper.load_check()):
+    for key, kind, values in config_rows(check):
         differs = len(set(values.values())) > 1
-        cells = [values[scale] for scale in SCALES]
+        cells = [values[scale] for scale in scales]
         table.add_row(
             _rich_safe(key),
             _rich_safe(kind),
@@ -662,7 +660,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("slugs", nargs="*", metavar="SLUG")
     p.add_argument("--all", action="store_true", help="every implemented paper")
-    p.add_argument("--scale", choices=("tiny", "small", "full"), default="small")
+    p.add_argument(
+        "--scale",
+        choices=("tiny", "small", "medium", "full"),
+        default="small",
+        help="tiny: smoke run; small: the CPU claim check; medium: one GPU, where a check has it; "
+        "full: the paper's configuration",
+    )
     p.add_argument("--seeds", type=int, metavar="N", help="run seeds 0..N-1 (default: the check's own)")
     p.add_argument(
         "--set",

@@ -205,3 +205,30 @@ def test_begin_and_end_run_frame_every_run_even_a_failed_one(toy_check, monkeypa
     with pytest.raises(RuntimeError, match="seed failed"):
         toy_check.run("small", n_seeds=2)
     assert calls == ["begin n=200", "end"]
+
+
+# -- the optional medium scale (one GPU, where small cannot pass its gates) ----------------------
+
+
+class MediumSizedCheck(SizedCheck):
+    presets = {**SizedCheck.presets, "medium": SizedConfig(256)}
+
+
+def test_medium_is_optional_and_judged_like_small() -> None:
+    from icml25.core.config import ConfigError
+
+    assert SizedCheck().scales() == ("tiny", "small", "full")
+    with pytest.raises(ConfigError, match="sized has no medium preset; its scales are tiny, small, full"):
+        SizedCheck().config("medium")
+    assert MediumSizedCheck().scales() == ("tiny", "small", "medium", "full")
+    r = MediumSizedCheck().run("medium", n_seeds=1)
+    assert r.scale == "medium" and r.verdict.kind is VerdictKind.REPRODUCED, r.verdict.reason
+    assert {c.name for c in r.criteria} == {"beats", "high"}  # criteria apply at medium by default
+
+
+def test_a_check_must_have_the_required_presets() -> None:
+    class NoFull(SizedCheck):
+        presets = {"tiny": SizedConfig(8), "small": SizedConfig(), "medium": SizedConfig(64)}
+
+    with pytest.raises(TypeError, match="lacks presets for \\['full'\\]"):
+        NoFull().config("small")

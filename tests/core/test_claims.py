@@ -159,7 +159,7 @@ class TestVerdict:
         assert ok.kind is VerdictKind.INCONCLUSIVE and "smoke criteria hold" in ok.reason
         assert bad.kind is VerdictKind.INCONCLUSIVE and "not met: smoke" in bad.reason
         with pytest.raises(ValueError, match="scale"):
-            compute_verdict([_result(True)], n_seeds=1, scale="medium")
+            compute_verdict([_result(True)], n_seeds=1, scale="huge")
 
     def test_needs_without_resource_is_rejected(self) -> None:
         with pytest.raises(ValueError, match="resource"):

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 
 from icml25.core.claims import (
+    REQUIRED_SCALES,
     SCALES,
     CheckResult,
     Claim,
@@ -173,10 +174,18 @@ class ClaimCheck(Generic[C]):
         """The preset for ``scale`` with ``overrides`` applied (type-checked)."""
         if scale not in SCALES:
             raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
-        missing = [s for s in SCALES if s not in self.presets]
+        missing = [s for s in REQUIRED_SCALES if s not in self.presets]
         if missing:
             raise TypeError(f"{type(self).__name__} lacks presets for {missing}")
+        if scale not in self.presets:  # medium: only where small cannot pass its gates on a CPU
+            raise ConfigError(
+                f"{self.slug} has no {scale} preset; its scales are {', '.join(self.scales())}"
+            )
         return apply_overrides(self.presets[scale], overrides or {})
+
+    def scales(self) -> tuple[str, ...]:
+        """The scales this check has a preset for, smallest first."""
+        return tuple(s for s in SCALES if s in self.presets)
 
     def run(
         self,

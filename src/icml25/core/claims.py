@@ -38,6 +38,7 @@ from icml25.core.stats import (
 from icml25.core.validate import check_positive
 
 __all__ = [
+    "REQUIRED_SCALES",
     "SCALES",
     "Claim",
     "Criterion",
@@ -54,7 +55,11 @@ __all__ = [
     "to_jsonable",
 ]
 
-SCALES: tuple[str, ...] = ("tiny", "small", "full")
+#: Every scale a check may run at, smallest first. ``medium`` is optional: a preset sized for one
+#: GPU in at most 30 minutes, declared only where ``small`` cannot pass its gates on the CPU.
+SCALES: tuple[str, ...] = ("tiny", "small", "medium", "full")
+#: The scales every check must have a preset for.
+REQUIRED_SCALES: tuple[str, ...] = ("tiny", "small", "full")
 
 Op = Literal["<", "<=", ">", ">="]
 Role = Literal["headline", "supporting", "gate", "smoke"]
@@ -154,7 +159,7 @@ class Criterion:
     other_metric: str | None = None
     factor: float = 1.0
     reduce: Reduce = "mean"
-    scales: tuple[str, ...] = ("small", "full")
+    scales: tuple[str, ...] = ("small", "medium", "full")
     description: str = ""
     smallest_effect: float | None = None
     effect_source: str = ""
