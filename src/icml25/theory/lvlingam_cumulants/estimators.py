@@ -583,7 +583,7 @@ class _CumulantEstimator(BaseEstimator):
             q = np.nanquantile(B, [tail, 1.0 - tail], axis=0).T  # (k, 2)
         self.effect_interval_ = q[0] if np.ndim(self.effect_) == 0 else q
 
-    def fit(self, data: np.ndarray | Cumulants) -> Any:
+    def fit(self, data: np.ndarray | Cumulants, y: None = None) -> Any:
         raise NotImplementedError
 
     def estimate(self, data: np.ndarray | Cumulants) -> Any:
@@ -681,8 +681,11 @@ class ProxyCumulantEstimator(_CumulantEstimator):
             f"{edge}; no Z -> Y edge; no other confounding; independent non-Gaussian noises"
         )
 
-    def fit(self, data: np.ndarray | Cumulants) -> ProxyCumulantEstimator:
-        """Estimate ``effect_`` (and ``cumulant_effect_``, the estimate before refinement)."""
+    def fit(self, data: np.ndarray | Cumulants, y: None = None) -> ProxyCumulantEstimator:
+        """Estimate ``effect_`` (and ``cumulant_effect_``, the estimate before refinement).
+
+        ``data`` holds every variable as a column (there is no separate target); ``y`` is accepted
+        and ignored, as scikit-learn's unsupervised estimators do, so pipelines can pass one."""
         if not isinstance(self.n_latent, int) or self.n_latent < 1:
             raise ValueError(f"n_latent must be a positive int, got {self.n_latent!r}")
         if self.refine not in (None, "minimize"):
@@ -780,8 +783,8 @@ class UnderspecifiedIVEstimator(_CumulantEstimator):
     def _order(self) -> int:
         return required_order(1)
 
-    def fit(self, data: np.ndarray | Cumulants) -> UnderspecifiedIVEstimator:
-        """Estimate ``effects_`` (shape ``(2,)``; ``effect_`` is the same array)."""
+    def fit(self, data: np.ndarray | Cumulants, y: None = None) -> UnderspecifiedIVEstimator:
+        """Estimate ``effects_`` (shape ``(2,)``; ``effect_`` is the same array); ``y`` is ignored."""
         self._fit_checked(data)
         return self
 
