@@ -91,8 +91,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "isotropic_merging",
         "l_diffusion",
         "lexicographic_morl",
-        "moe_sgd",
-        "monotonic_mlp",
         "nice",
         "pde_transformer",
         "pinnsagent",
