@@ -68,7 +68,7 @@ class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
     """A classifier trained as a best response to its competitors (the competition-aware learner).
 
     A scikit-learn classifier (``get_params``, ``clone``, ``score`` as accuracy); ``fit`` takes the
-    competitors' correctness as a third argument, which scikit-learn's generic checks do not pass.
+    competitors' correctness as a third argument (without it: no competitor, plain ERM).
 
     Args:
         base_estimator: a scikit-learn classifier whose ``fit`` accepts ``sample_weight``
@@ -123,7 +123,7 @@ class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
             name = "competitors_proba"
         else:
             if competitors_correct is None:
-                raise ValueError("competitors_correct is required (the competitors' 0/1 correctness)")
+                return np.ones(n)  # no competitor given: share maximisation is accuracy maximisation
             cc = check_numeric_array("competitors_correct", competitors_correct)
             cc = np.asarray(cc)
             if cc.ndim == 2 and cc.shape[1] == 0:
@@ -149,14 +149,16 @@ class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
         Args:
             X: (n, d) features.
             y: (n,) integer labels.
-            competitors_correct: (n, K - 1) bool, each competitor's correctness on these users
-                (K - 1 = 0 columns: no competitor, plain accuracy maximisation).
+            competitors_correct: (n, K - 1) bool, each competitor's correctness on these users;
+                ``None`` or 0 columns: no competitor, plain accuracy maximisation (so scikit-learn's
+                generic tools, which pass only X and y, fit the monopoly case).
             competitors_proba: (n, K - 1) each competitor's probability of the true label
                 (``soft_all`` only).
         """
         self._check_settings()
         X = check_features("X", X)
         y = check_labels("y", y, X.shape[0])
+        self.n_features_in_ = X.shape[1]
         if np.unique(y).size < 2:
             raise ValueError("y must contain at least two classes")
         w = self._weights(X.shape[0], competitors_correct, competitors_proba)
@@ -216,13 +218,23 @@ class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
         self.intercept_ = b.copy()
 
     def _check_fitted(self) -> None:
+        from sklearn.exceptions import NotFittedError  # a ValueError, as scikit-learn raises it
+
         if not hasattr(self, "estimator_"):
-            raise ValueError("this MarketAwareClassifier is not fitted yet; call fit first")
+            raise NotFittedError("this MarketAwareClassifier is not fitted yet; call fit first")
+
+    def _check_width(self, X: np.ndarray) -> np.ndarray:
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but MarketAwareClassifier is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        return X
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, n_classes) class probabilities, columns in ``classes_`` order."""
         self._check_fitted()
-        X = check_features("X", X)
+        X = self._check_width(check_features("X", X))
         if self.proxy == "weighted_ce":
             return np.asarray(self.estimator_.predict_proba(X))
         z = X @ self.coef_.T + self.intercept_
@@ -233,5 +245,5 @@ class MarketAwareClassifier(ClassifierMixin, BaseEstimator):
         """(n,) predicted labels."""
         self._check_fitted()
         if self.proxy == "weighted_ce":
-            return np.asarray(self.estimator_.predict(check_features("X", X)))
+            return np.asarray(self.estimator_.predict(self._check_width(check_features("X", X))))
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
