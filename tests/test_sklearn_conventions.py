@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from icml25.theory.competitive_classification.learners import MarketAwareClassifier
 from icml25.theory.lvlingam_cumulants import ProxyCumulantEstimator, UnderspecifiedIVEstimator
-from icml25.theory.rfm_grokking import RFM
+from icml25.theory.rfm_grokking import RFM, GaussianMahalanobisKernel, RFMClassifier, modular_dataset
 
 #: The cumulant estimators' columns are the variables of one causal graph (3 or 4 of them, in a
 #: fixed order), they refuse fewer than 100 rows (fourth-order cumulants are noise below that) and
@@ -88,6 +88,52 @@ def _failed(estimator, expected: dict[str, str]) -> list[str]:  # type: ignore[n
 
 def test_rfm_passes_every_estimator_check() -> None:
     assert _failed(RFM(iters=2), {}) == []
+
+
+#: RFMClassifier refuses a (n, 1) label column and degenerate inputs with its own one-line messages.
+RFM_CLASSIFIER_SKIPS = {
+    "check_supervised_y_2d": "a (n, 1) label column is refused, not flattened with a warning",
+    "check_fit2d_1sample": OWN_MESSAGES,
+    "check_requires_y_none": OWN_MESSAGES,
+}
+
+
+def test_rfm_classifier_passes_all_but_the_stated_checks() -> None:
+    assert _failed(RFMClassifier(iters=2), RFM_CLASSIFIER_SKIPS) == []
+
+
+def test_rfm_kernel_settings_grid_search_by_name_inside_a_pipeline() -> None:
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    ds = modular_dataset(p=7, op="add", train_frac=0.8, seed=0)
+    labels = ds.Y_train.argmax(axis=1)
+    kernel = GaussianMahalanobisKernel(bandwidth=2.5)
+    pipe = Pipeline([("identity", FunctionTransformer()), ("rfm", RFMClassifier(kernel=kernel, iters=3))])
+    assert pipe.get_params()["rfm__kernel__bandwidth"] == 2.5
+    search = GridSearchCV(pipe, {"rfm__kernel__bandwidth": [0.5, 2.5]}, cv=2).fit(ds.X_train, labels)
+    best = search.best_params_["rfm__kernel__bandwidth"]
+    assert search.best_estimator_.named_steps["rfm"].kernel_.bandwidth == best
+    assert kernel.bandwidth == 2.5  # the caller's kernel is never changed: the search works on clones
+    with pytest.raises(ValueError, match="has no parameters \\['width'\\]"):
+        GaussianMahalanobisKernel().set_params(width=1.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        GaussianMahalanobisKernel().set_params(bandwidth=-1.0)
+
+
+def test_rfm_classifier_scores_accuracy_on_string_labels() -> None:
+    ds = modular_dataset(p=7, op="add", train_frac=0.8, seed=0)
+    names = np.array([f"r{k}" for k in range(7)])
+    y_train, y_test = names[ds.Y_train.argmax(1)], names[ds.Y_test.argmax(1)]
+    clf = RFMClassifier(iters=5).fit(ds.X_train, y_train, eval_sets={"test": (ds.X_test, y_test)})
+    reg = RFM(iters=5).fit(ds.X_train, ds.Y_train)
+    expected = float(np.mean(reg.predict(ds.X_test).argmax(1) == ds.Y_test.argmax(1)))
+    assert clf.score(ds.X_test, y_test) == pytest.approx(expected)  # the same one-hot regression
+    assert clf.history_[-1].test_acc == pytest.approx(expected)
+    proba = clf.predict_proba(ds.X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert (names[proba.argmax(1)] == clf.predict(ds.X_test)).all()
 
 
 def test_market_aware_classifier_passes_all_but_the_stated_checks() -> None:

@@ -50,9 +50,10 @@ from .measures import (
     primitive_root,
 )
 from .network import MLPEpoch, MLPTrainResult, QuadraticMLP, nfm_agop_correlation, train_mlp
-from .rfm import RFM, FitMetrics, RFMIteration, fit_metrics, solve_kernel_system
+from .rfm import RFM, FitMetrics, RFMClassifier, RFMIteration, fit_metrics, solve_kernel_system
 
 __all__ = [
+    "RFMClassifier",
     "OPERATIONS",
     "RFM",
     "FitMetrics",

@@ -19,8 +19,9 @@ Notation: m evaluation points x (rows of X), n centres z (rows of Z), d input di
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -51,8 +52,31 @@ def mahalanobis_sq_distances(X: np.ndarray, Z: np.ndarray, M: np.ndarray) -> np.
     return np.maximum(D2, 0.0, out=D2)
 
 
+class _NestedParams:
+    """scikit-learn's nested-parameter protocol for a frozen dataclass kernel, so a search can tune
+    ``kernel__bandwidth`` of an :class:`~.rfm.RFM` (``rfm__kernel__bandwidth`` inside a pipeline).
+
+    ``set_params`` validates the new values through the constructor and then updates this instance
+    in place, which is what scikit-learn expects of a nested parameter (it calls it on a clone; a
+    kernel shared between estimators changes in all of them, as any scikit-learn parameter would).
+    """
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def set_params(self, **params: Any) -> Any:
+        names = {f.name for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no parameters {unknown}; it has {sorted(names)}")
+        checked = dataclasses.replace(self, **params)  # type: ignore[type-var]
+        for name in params:
+            object.__setattr__(self, name, getattr(checked, name))
+        return self
+
+
 @dataclass(frozen=True)
-class GaussianMahalanobisKernel:
+class GaussianMahalanobisKernel(_NestedParams):
     """k_M(x, z) = exp(−‖x − z‖²_M / (2L²)), as in the official ``gaussian_kernel.py``.
 
     Attributes:
@@ -81,7 +105,7 @@ class GaussianMahalanobisKernel:
 
 
 @dataclass(frozen=True)
-class QuadraticMahalanobisKernel:
+class QuadraticMahalanobisKernel(_NestedParams):
     """k_M(x, z) = s · (xᵀ M z)².
 
     The official ``quadratic_kernel.py`` uses s = 3, which is our default. For the ridgeless

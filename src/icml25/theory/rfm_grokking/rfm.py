@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -318,6 +318,78 @@ class RFM(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         pred = self.kernel_.matrix(X, self.X_fit_, self.M_) @ self.alpha_
         return pred[:, 0] if self.single_output_ else pred
+
+
+class RFMClassifier(ClassifierMixin, RFM):
+    """RFM on class labels: the one-hot regression of Algorithm 1 (how the paper fits its modular
+    tasks), predicting the class with the largest output.
+
+    Same hyperparameters as :class:`RFM`. ``fit(X, y)`` takes 1-D labels of any type (``classes_``
+    keeps their order), ``score`` is accuracy, ``decision_function`` the (m, c) kernel outputs.
+    ``predict_proba`` is those outputs clipped at 0 and normalised per row (uniform where all are
+    0): a ranking-preserving normalisation for tools that need probabilities, not a calibrated
+    probability model (the paper's predictor is a ridgeless kernel regression).
+    """
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False
+        return tags
+
+    def _one_hot(self, y: object, name: str) -> np.ndarray:
+        labels = np.asarray(y)
+        if labels.ndim != 1:
+            raise ValueError(f"{name} must be 1-D class labels, got shape {labels.shape}")
+        unknown = ~np.isin(labels, self.classes_)
+        if unknown.any():
+            unseen = sorted(set(labels[unknown].tolist()))[:5]
+            raise ValueError(f"{name} holds labels not seen in fit: {unseen}")
+        return (labels[:, None] == self.classes_[None, :]).astype(np.float64)
+
+    def fit(  # type: ignore[override]
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        eval_sets: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        callback: Callable[[RFMIteration, np.ndarray], None] | None = None,
+    ) -> RFMClassifier:
+        """Fit on labels ``y`` (n,); ``eval_sets`` hold ``(X, labels)`` pairs."""
+        from sklearn.utils.multiclass import check_classification_targets
+
+        labels = np.asarray(y)
+        if labels.ndim != 1:
+            raise ValueError(f"y must be 1-D class labels, got shape {labels.shape}")
+        check_classification_targets(labels)
+        self.classes_ = np.unique(labels)
+        if self.classes_.size < 2:
+            raise ValueError("y must contain at least 2 classes")
+        evals = {
+            name: (X_eval, self._one_hot(y_eval, f"eval_sets[{name!r}] labels"))
+            for name, (X_eval, y_eval) in (eval_sets or {}).items()
+        }
+        super().fit(X, self._one_hot(labels, "y"), eval_sets=evals, callback=callback)
+        return self
+
+    def _outputs(self, X: np.ndarray) -> np.ndarray:
+        return super().predict(X)  # (m, c): checks the fit first
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """The kernel outputs (m, c), one column per class of ``classes_``; for two classes, as
+        scikit-learn's binary classifiers give it, the (m,) margin of ``classes_[1]`` over ``classes_[0]``."""
+        out = self._outputs(X)
+        return out[:, 1] - out[:, 0] if out.shape[1] == 2 else out
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The class with the largest output."""
+        out = self._outputs(X)
+        return self.classes_[np.argmax(out, axis=1)]
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Outputs clipped at 0 and normalised per row (see the class docstring)."""
+        scores = np.clip(self._outputs(X), 0.0, None)
+        totals = scores.sum(axis=1, keepdims=True)
+        uniform = np.full_like(scores, 1.0 / scores.shape[1])
+        return np.where(totals > 0, scores / np.where(totals > 0, totals, 1.0), uniform)
 
 
 def _n_rows(a: object) -> int | None:
