@@ -194,8 +194,8 @@ def federated_moments(xs: list[Tensor]) -> tuple[Tensor, Tensor]:
     union's moments, equal to those of the whole graph's feature matrix.
     """
     n = sum(len(x) for x in xs)
-    s1 = sum(x.float().sum(0) for x in xs)
-    s2 = sum(x.float().pow(2).sum(0) for x in xs)
+    s1 = torch.stack([x.float().sum(0) for x in xs]).sum(0)
+    s2 = torch.stack([x.float().pow(2).sum(0) for x in xs]).sum(0)
     mean = s1 / n
     return mean, (s2 / n - mean.pow(2)).clamp_min(0.0).sqrt()
 

@@ -406,7 +406,7 @@ def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
 def _spearman_rows(rows: np.ndarray) -> float:
     """Item statistic: Spearman between column 0 (a predictor) and column 1 (novel accuracy)."""
     rows = np.asarray(rows, dtype=float)
-    return _spearman(rows[:, 0], rows[:, 1])
+    return _spearman(rows[:, 0].tolist(), rows[:, 1].tolist())
 
 
 def _learner_kwargs(config: DCGConfig, name: str) -> dict[str, Any]:
