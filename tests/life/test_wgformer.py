@@ -165,9 +165,9 @@ def test_attention_kinds_structure() -> None:
     assert torch.allclose(logits, q @ q.transpose(-1, -2) / 8)  # tied QK, official 1/e scaling
     assert torch.allclose(logits, logits.transpose(-1, -2))
     assert torch.allclose(p.sum(-1), mask[:, None].double(), atol=1e-10)
-    # the value map is x (-W Wᵀ): negative semi-definite, so <x, v(x)> <= 0 for every token
+    # the value map is x (-A Aᵀ) (official orientation): negative semi-definite, <x, v(x)> <= 0
     w = att.w.weight
-    v = -x @ (w.T @ w)
+    v = x @ -(w @ w.T)
     assert ((x * v).sum(-1) <= 1e-12).all()
     soft = SinkhornAttention(16, 2, kind="softmax").double()
     _, _, ps = soft(x, bias, mask)
@@ -175,6 +175,87 @@ def test_attention_kinds_structure() -> None:
     assert (ps[1, :, :, 4:] == 0).all()
     with pytest.raises(ValueError, match="kind"):
         SinkhornAttention(16, 2, kind="linear")  # type: ignore[arg-type]
+
+
+def _official_sinkhorn(c: torch.Tensor, max_iter: int = 3) -> torch.Tensor:
+    """The official ``SinkhornDistance.forward`` (eps = 1, no padding), transcribed: the plan ``Π``."""
+    mu = torch.full(c.shape[:-1], 1.0 / c.shape[-2], dtype=c.dtype)
+    nu = torch.full(c.shape[:-2] + c.shape[-1:], 1.0 / c.shape[-1], dtype=c.dtype)
+    u, v = torch.zeros_like(mu), torch.zeros_like(nu)
+
+    def m(u, v):
+        return c + u.unsqueeze(-1) + v.unsqueeze(-2)
+
+    for i in range(max_iter):
+        if i % 2 == 0:
+            u = torch.log(mu) - torch.logsumexp(m(u, v), dim=-1) + u
+        else:
+            v = torch.log(nu) - torch.logsumexp(m(u, v).transpose(-2, -1), dim=-1) + v
+            v = v.detach()
+            v[v > 9e8] = 0.0
+    return torch.exp(m(u, v))
+
+
+def test_sinkhorn_detach_flag_matches_the_official_gradient_and_changes_only_the_gradient() -> None:
+    gen = torch.Generator().manual_seed(7)
+    s = torch.randn(2, 3, 6, 6, generator=gen, dtype=torch.float64)
+    g = torch.randn(2, 3, 6, 6, generator=gen, dtype=torch.float64)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    grads = {}
+    for name, fn in (
+        ("official", lambda t: 6 * _official_sinkhorn(t)),
+        ("detach", lambda t: sinkhorn(t, mask, 3, detach_columns=True)),
+        ("full", lambda t: sinkhorn(t, mask, 3, detach_columns=False)),
+        ("default", lambda t: sinkhorn(t, mask, 3)),
+    ):
+        t = s.clone().requires_grad_(True)
+        p = fn(t)
+        (p * g).sum().backward()
+        grads[name] = (p.detach(), t.grad)
+    for name in ("detach", "full", "default"):  # the same plan either way
+        assert torch.allclose(grads[name][0], grads["official"][0], atol=1e-12)
+    assert torch.allclose(grads["detach"][1], grads["official"][1], atol=1e-12)
+    assert torch.allclose(grads["default"][1], grads["official"][1], atol=1e-12)  # default = official
+    diff = (grads["full"][1] - grads["official"][1]).norm() / grads["official"][1].norm()
+    assert diff > 0.01  # differentiating through the column step is a different gradient
+    # the full gradient is the true derivative of the forward map (finite differences)
+    t = s.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda z: sinkhorn(z, mask, 3, detach_columns=False), (t[:1, :1],))
+
+
+def test_value_map_flag_official_and_paper_orientations() -> None:
+    torch.manual_seed(1)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    bias = torch.zeros(2, 2, 5, 5, dtype=torch.float64)
+    outs = {}
+    for vm in ("official", "paper"):
+        att = SinkhornAttention(8, 2, kind="sinkhorn", value_map=vm).double()
+        outs[vm] = att
+    outs["paper"].load_state_dict(outs["official"].state_dict())
+    a = outs["official"].w.weight
+    p = outs["official"](x, bias, mask)[2]
+    expected = {"official": x @ -(a @ a.T), "paper": -(x @ a.T @ a)}
+    for vm, att in outs.items():
+        out, _, attn = att(x, bias, mask)
+        v = expected[vm].view(2, 5, 2, 4).transpose(1, 2)
+        ref = att.out_proj((attn @ v).transpose(1, 2).reshape(2, 5, 8))
+        assert torch.allclose(out, ref, atol=1e-12), vm
+        assert torch.allclose(attn, p)  # the value map does not touch the attention
+    assert (outs["official"](x, bias, mask)[0] - outs["paper"](x, bias, mask)[0]).abs().max() > 1e-3
+    assert WGFormerConfig().value_map == "official" and WGFormerConfig().sinkhorn_detach
+    with pytest.raises(ValueError, match="value_map"):
+        WGFormerConfig(value_map="text")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="value_map"):
+        SinkhornAttention(8, 2, value_map="text")  # type: ignore[arg-type]
+
+
+def test_model_flags_reach_every_layer() -> None:
+    cfg = dataclasses.replace(SMALL, value_map="paper", sinkhorn_detach=False)
+    model = WGFormer(cfg)
+    assert all(lay.attn.value_map == "paper" and not lay.attn.detach_columns for lay in model.layers)
+    default = WGFormer(SMALL)
+    assert all(lay.attn.value_map == "official" and lay.attn.detach_columns for lay in default.layers)
 
 
 # ---------------------------------------------------------------------------------------------- models

@@ -18,7 +18,11 @@ because ``c`` depends on distances only.
 
 Implements: the distance featurisation, the Sinkhorn attention (Eq. for ``P = n Π`` with masked,
 uniform marginals over valid tokens: a deliberate change from the official code, which uses the padded
-length), the layer, the pair track and the decoder. Two baselines share everything but the attention:
+length), the layer, the pair track and the decoder. Two places where the official code and the text
+differ are flags whose defaults are the official code's (which produced the paper's numbers): the
+value map (``value_map="official"``: ``x @ -(A Aᵀ)`` for the ``nn.Linear`` weight ``A``; ``"paper"``:
+``-x W Wᵀ`` with ``W = Aᵀ`` the query map) and the detached Sinkhorn column potential
+(``sinkhorn_detach=True``). Two baselines share everything but the attention:
 ``attention="softmax"`` (separate Q, K, V; softmax; the usual transformer) and ``"shared_softmax"``
 (tied QK and ``-W Wᵀ`` values with softmax: the ablation that separates the two ingredients).
 
@@ -32,7 +36,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-import torch.nn.functional as F  # noqa: N812
 from einops import rearrange
 from torch import Tensor, nn
 
@@ -57,6 +60,8 @@ __all__ = [
 
 AttentionKind = Literal["sinkhorn", "softmax", "shared_softmax"]
 ATTENTIONS: tuple[str, ...] = ("sinkhorn", "softmax", "shared_softmax")
+ValueMap = Literal["official", "paper"]
+VALUE_MAPS: tuple[str, ...] = ("official", "paper")
 _NEG = -1e9  # stands for -inf on masked pairs
 
 
@@ -75,6 +80,13 @@ class WGFormerConfig:
         dropout: dropout after attention and FFN, and on the embedding.
         attention: ``"sinkhorn"`` (WGFormer), ``"softmax"`` or ``"shared_softmax"`` (baselines).
         zero_init_decoder: zero the decoder's last layer, so an untrained model returns its input.
+        value_map: the tied value map. With ``A`` the ``nn.Linear`` weight (so ``q = k = x Aᵀ``),
+            ``"official"`` (default; what produced the paper's numbers) is the official code's
+            ``v = x @ -(A Aᵀ)``; ``"paper"`` is the text's ``v = -x W Wᵀ`` with ``W = Aᵀ`` the query
+            map, i.e. ``v = -x Aᵀ A``. They differ unless ``A`` is normal.
+        sinkhorn_detach: detach the column potential after each column half-iteration, as the
+            official ``SinkhornDistance`` does (default); ``False`` differentiates through every
+            half-iteration. The forward values are the same.
     """
 
     vocab_size: int = len(VOCAB)
@@ -87,6 +99,8 @@ class WGFormerConfig:
     dropout: float = 0.1
     attention: AttentionKind = "sinkhorn"
     zero_init_decoder: bool = True
+    value_map: ValueMap = "official"
+    sinkhorn_detach: bool = True
 
     def __post_init__(self) -> None:
         check_fields(
@@ -98,6 +112,8 @@ class WGFormerConfig:
             raise ValueError(f"WGFormerConfig.dim ({self.dim}) must be divisible by heads ({self.heads})")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"WGFormerConfig.attention must be one of {ATTENTIONS}, got {self.attention!r}")
+        if self.value_map not in VALUE_MAPS:
+            raise ValueError(f"WGFormerConfig.value_map must be one of {VALUE_MAPS}, got {self.value_map!r}")
 
 
 @dataclass(frozen=True)
@@ -162,7 +178,7 @@ class GaussianDistanceBias(nn.Module):
         return rearrange(self.head(phi.to(self.means.dtype)), "b i j h -> b h i j")
 
 
-def sinkhorn(logits: Tensor, mask: Tensor, n_iter: int = 3) -> Tensor:
+def sinkhorn(logits: Tensor, mask: Tensor, n_iter: int = 3, *, detach_columns: bool = True) -> Tensor:
     """Doubly-stochastic attention ``P = n Π`` by log-domain Sinkhorn (ε = 1) with masked marginals.
 
     ``Π = exp(S + u 1ᵀ + 1 vᵀ)`` has uniform marginals ``1/n`` over the ``n`` valid tokens of each
@@ -174,6 +190,9 @@ def sinkhorn(logits: Tensor, mask: Tensor, n_iter: int = 3) -> Tensor:
         logits: ``[b, h, n, n]`` scores ``S``.
         mask: ``[b, n]`` bool, valid tokens.
         n_iter: number of half-iterations (>= 1).
+        detach_columns: treat the column potential ``v`` as a constant for the gradient (the official
+            code detaches it after every column step; default). ``False``: differentiate through
+            every half-iteration. The returned values are identical either way.
     """
     if n_iter < 1:
         raise ValueError(f"n_iter must be >= 1, got {n_iter}")
@@ -190,6 +209,8 @@ def sinkhorn(logits: Tensor, mask: Tensor, n_iter: int = 3) -> Tensor:
         else:
             v = log_a - torch.logsumexp(s + u.unsqueeze(-1), dim=-2)
             v = torch.where(mask[:, None, :], v, torch.zeros_like(v))
+            if detach_columns:
+                v = v.detach()
     log_pi = s + u.unsqueeze(-1) + v.unsqueeze(-2)
     return (log_pi.exp() * n.unsqueeze(-1)).masked_fill(~valid, 0.0)
 
@@ -197,20 +218,33 @@ def sinkhorn(logits: Tensor, mask: Tensor, n_iter: int = 3) -> Tensor:
 class SinkhornAttention(nn.Module):
     """Pair-biased multi-head attention, WGFormer's (Sec. 3.3) or a baseline's.
 
-    ``"sinkhorn"``: ``q = k = x W``, ``v = -x W Wᵀ``, logits ``S = q kᵀ / e + B`` (the official
+    ``"sinkhorn"``: ``q = k = x W``, ``v = -x W Wᵀ`` (in the official code's orientation by default:
+    see :class:`WGFormerConfig` ``value_map``), logits ``S = q kᵀ / e + B`` (the official
     scaling: ``q`` scaled by ``e^{-1/2}``, the product by another ``e^{-1/2}``), ``P = sinkhorn(S)``.
     ``"shared_softmax"``: the same maps with softmax. ``"softmax"``: separate Q, K, V projections,
     ``S = q kᵀ / √e + B``, softmax. The output is ``out_proj(concat_h P_h v_h)``; the logits ``S``
     are returned too (the next layer's pair bias).
     """
 
-    def __init__(self, dim: int, heads: int, *, n_iter: int = 3, kind: AttentionKind = "sinkhorn") -> None:
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        *,
+        n_iter: int = 3,
+        kind: AttentionKind = "sinkhorn",
+        value_map: ValueMap = "official",
+        detach_columns: bool = True,
+    ) -> None:
         super().__init__()
         if kind not in ATTENTIONS:
             raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+        if value_map not in VALUE_MAPS:
+            raise ValueError(f"value_map must be one of {VALUE_MAPS}, got {value_map!r}")
         if dim % heads:
             raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
         self.heads, self.kind, self.n_iter = heads, kind, n_iter
+        self.value_map, self.detach_columns = value_map, detach_columns
         self.head_dim = dim // heads
         if kind == "softmax":
             self.qkv = nn.Linear(dim, 3 * dim)
@@ -226,11 +260,13 @@ class SinkhornAttention(nn.Module):
             q, k, v = self.qkv(x).chunk(3, dim=-1)
         else:
             q = k = self.w(x)
-            v = -F.linear(x, self.w.weight.t() @ self.w.weight)  # x (-W Wᵀ) with W = weightᵀ
+            a = self.w.weight  # q = x aᵀ
+            # official multihead_attention.py: query @ (-(W.weight @ W.weight.T)); the text: -x W Wᵀ, W = aᵀ
+            v = x @ -(a @ a.t()) if self.value_map == "official" else -(x @ a.t() @ a)
         q, k, v = (rearrange(t, "b n (h e) -> b h n e", h=self.heads) for t in (q, k, v))
         logits = torch.einsum("bhie,bhje->bhij", q, k) * self.scale + bias
         if self.kind == "sinkhorn":
-            attn = sinkhorn(logits, mask, self.n_iter)
+            attn = sinkhorn(logits, mask, self.n_iter, detach_columns=self.detach_columns)
         else:
             keys = mask[:, None, None, :]
             attn = logits.masked_fill(~keys, _NEG).softmax(-1)
@@ -245,7 +281,14 @@ class WGFormerLayer(nn.Module):
     def __init__(self, cfg: WGFormerConfig) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(cfg.dim)
-        self.attn = SinkhornAttention(cfg.dim, cfg.heads, n_iter=cfg.n_iter, kind=cfg.attention)
+        self.attn = SinkhornAttention(
+            cfg.dim,
+            cfg.heads,
+            n_iter=cfg.n_iter,
+            kind=cfg.attention,
+            value_map=cfg.value_map,
+            detach_columns=cfg.sinkhorn_detach,
+        )
         self.norm2 = nn.LayerNorm(cfg.dim)
         self.ffn = MLP(cfg.dim, cfg.ffn, activation="gelu")
         self.drop = nn.Dropout(cfg.dropout)
