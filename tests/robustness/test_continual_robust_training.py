@@ -147,27 +147,66 @@ def test_square_attack_stays_in_budget_and_lowers_accuracy(trained, digits) -> N
     assert adv < clean
 
 
-def test_alr_equals_a_naive_one_step_reference() -> None:
-    torch.manual_seed(1)
-    model = tiny_model(1)
-    x = torch.rand(6, 1, 8, 8)
-    eps = 0.1
-    ours = AdversarialLogitReg(LinfPGD(eps))(model, x, torch.Generator().manual_seed(5))
-    # naive: uniform start in the box, one signed ascent step of size eps on ||h(x')-h(x)||, clip, clamp
-    gen = torch.Generator().manual_seed(5)
-    delta = eps * (2 * torch.rand(x.shape, generator=gen) - 1)
-    delta = (x + delta).clamp(0, 1) - x
-    delta.requires_grad_(True)
+def _naive_alr(model: nn.Module, x: torch.Tensor, tm, seed: int, clip_start: bool) -> torch.Tensor:
+    """One ascent step on ||h(x')-h(x)|| written out by hand, in the official ``reg_utils.L2Reg`` order:
+    uniform start in the budget, the first gradient at ``x + delta`` (unclipped unless
+    ``clip_start``), step of size eps, projection onto the budget, clamp to [0, 1]."""
+    eps = tm.eps
+    gen = torch.Generator().manual_seed(seed)
+    delta = 2 * torch.rand(x.shape, generator=gen) - 1
+    if isinstance(tm, LinfPGD):
+        delta = eps * delta
+    else:
+        delta = delta * (eps / delta.flatten(1).norm(dim=1).clamp_min(1e-12)).clamp(max=1.0).view(-1, 1, 1, 1)
+    start = (x + delta).clamp(0, 1) if clip_start else x + delta
+    start = start.detach().requires_grad_(True)
     ref = model(x).detach()
-    (g,) = torch.autograd.grad((model((x + delta).clamp(0, 1)) - ref).norm(dim=1).sum(), delta)
-    delta = (delta.detach() + eps * g.sign()).clamp(-eps, eps)
-    x_adv = (x + delta).clamp(0, 1)
-    naive = (model(x_adv) - model(x)).norm(dim=1).mean()
-    torch.testing.assert_close(ours, naive)
+    (g,) = torch.autograd.grad((model(start) - ref).norm(dim=1).sum(), start)
+    if isinstance(tm, LinfPGD):
+        moved = (start.detach() + eps * g.sign() - x).clamp(-eps, eps)
+    else:
+        moved = start.detach() + eps * g / g.flatten(1).norm(dim=1).view(-1, 1, 1, 1) - x
+        moved = moved * (eps / moved.flatten(1).norm(dim=1)).clamp(max=1.0).view(-1, 1, 1, 1)
+    x_adv = (x + moved).clamp(0, 1)
+    return (model(x_adv) - model(x)).norm(dim=1).mean()
+
+
+@pytest.mark.parametrize("tm", [LinfPGD(0.15), L2PGD(0.75)], ids=["linf", "l2"])
+def test_alr_takes_its_first_gradient_at_the_unclipped_start_as_the_official_code(tm) -> None:
+    """Default ALR = the official regulariser (first gradient at x + delta, which leaves [0, 1]);
+    ``clip_start=True`` = the start clipped first. Images near 0 make the two differ."""
+    model = tiny_model(1)
+    x = torch.rand(32, 1, 8, 8, generator=torch.Generator().manual_seed(2)) ** 3
+    official = _naive_alr(model, x, tm, 5, clip_start=False)
+    clipped = _naive_alr(model, x, tm, 5, clip_start=True)
+    ours = AdversarialLogitReg(tm)(model, x, torch.Generator().manual_seed(5))
+    ours_clipped = AdversarialLogitReg(tm, clip_start=True)(model, x, torch.Generator().manual_seed(5))
+    torch.testing.assert_close(ours, official)
+    torch.testing.assert_close(ours_clipped, clipped)
+    assert abs(float((official - clipped).detach())) > 1e-4  # the flag matters on these images
+    g_ours = torch.autograd.grad(ours, list(model.parameters()))
+    g_off = torch.autograd.grad(official, list(model.parameters()))
+    for a, b in zip(g_ours, g_off, strict=True):
+        torch.testing.assert_close(a, b)
     assert float(ours.detach()) >= 0 and math.isfinite(float(ours.detach()))
-    # gradients flow through both logit vectors (clean and adversarial)
-    grads = torch.autograd.grad(ours, list(model.parameters()))
-    assert any(float(g.abs().sum()) > 0 for g in grads)
+    assert any(float(g.abs().sum()) > 0 for g in g_ours)  # through both logit vectors
+
+
+def test_pgd_attack_clips_its_start_and_stays_in_the_box() -> None:
+    """The official PGD attacks clip the start (``attack_pgd``); the raw start only affects the first
+    gradient: both variants return images in [0, 1] inside the budget."""
+    model = tiny_model(1)
+    x = torch.rand(16, 1, 8, 8, generator=torch.Generator().manual_seed(0)) ** 3
+    y = torch.randint(0, 10, (16,), generator=torch.Generator().manual_seed(0))
+    for tm in (LinfPGD(0.2), L2PGD(1.0), SpatialFlow(0.5)):
+        for clip in (True, False):
+            gen = torch.Generator().manual_seed(1)
+            kw = dict(steps=2, generator=gen, return_params=True, clip_start=clip)
+            x_adv, params = attack(model, x, y, tm, **kw)  # type: ignore[arg-type]
+            assert tm.contains(x, x_adv, params)
+    raw = LinfPGD(0.2).raw_start(x, torch.Generator().manual_seed(1))
+    assert float((x + raw).min()) < 0  # the raw start leaves the image box, the clipped one does not
+    assert float((x + LinfPGD(0.2).random_init(x, torch.Generator().manual_seed(1))).min()) >= 0
 
 
 def test_alr_exceeds_uniform_noise_of_the_same_size() -> None:

@@ -75,8 +75,19 @@ class ThreatModel:
     def random_init(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
         raise NotImplementedError
 
+    def raw_start(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        """A random start before it is clipped into the image box (the official regulariser's start).
+
+        Threat models whose images never leave ``[0, 1]`` return :meth:`random_init`.
+        """
+        return self.random_init(x, generator)
+
     def apply(self, x: Tensor, params: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def apply_raw(self, x: Tensor, params: Tensor) -> Tensor:
+        """The perturbed image without clipping to ``[0, 1]`` (evaluated only at a raw start)."""
+        return self.apply(x, params)
 
     def step(self, params: Tensor, grad: Tensor, size: float) -> Tensor:
         """Signed-gradient ascent, the default for box-bounded parameters."""
@@ -131,10 +142,16 @@ class LinfPGD(ThreatModel):
     name = "linf"
 
     def random_init(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
-        return self.project(self.eps * _uniform(tuple(x.shape), x, generator), x)
+        return self.project(self.raw_start(x, generator), x)
+
+    def raw_start(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        return self.eps * _uniform(tuple(x.shape), x, generator)
 
     def apply(self, x: Tensor, params: Tensor) -> Tensor:
         return (x + params).clamp(0.0, 1.0)
+
+    def apply_raw(self, x: Tensor, params: Tensor) -> Tensor:
+        return x + params
 
     def project(self, params: Tensor, x: Tensor) -> Tensor:
         delta = params.clamp(-self.eps, self.eps)
@@ -156,10 +173,16 @@ class L2PGD(ThreatModel):
     name = "l2"
 
     def random_init(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
-        return self.project(_uniform(tuple(x.shape), x, generator), x)
+        return self.project(self.raw_start(x, generator), x)
+
+    def raw_start(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        return _renorm(_uniform(tuple(x.shape), x, generator), self.eps)
 
     def apply(self, x: Tensor, params: Tensor) -> Tensor:
         return (x + params).clamp(0.0, 1.0)
+
+    def apply_raw(self, x: Tensor, params: Tensor) -> Tensor:
+        return x + params
 
     def step(self, params: Tensor, grad: Tensor, size: float) -> Tensor:
         norms = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (grad.ndim - 1)))
@@ -300,12 +323,18 @@ def attack(
     loss: AttackLoss = "ce",
     generator: torch.Generator | None = None,
     return_params: bool = False,
+    clip_start: bool = True,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Projected ascent over ``tm``'s parameters from a random start; the attacked images (detached).
 
     ``loss="ce"`` maximises the cross-entropy of ``y`` (PGD; Madry et al. 2018); ``loss="logit"``
     maximises ``||h(x') - h(x)||_2`` (the inner problem of the paper's ALR regulariser, Sec. 3.3),
     for which ``y`` may be ``None``. Parameter gradients of ``model`` are not touched.
+
+    ``clip_start=True`` (the official PGD attacks) clips the random start into ``[0, 1]`` before the
+    first gradient; ``clip_start=False`` (the official regulariser, ``reg_utils.L2Reg``) takes the
+    first gradient at the unclipped point ``x + delta`` and clips only after the first step. The
+    two differ only for threat models whose start can leave ``[0, 1]`` (l_inf, l_2).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -326,11 +355,12 @@ def attack(
     if loss == "logit":
         with torch.no_grad():
             ref = model(x)
-    params = tm.random_init(x, generator)
+    params = tm.random_init(x, generator) if clip_start else tm.raw_start(x, generator)
     with torch.enable_grad():
-        for _ in range(steps):
+        for i in range(steps):
             params = params.detach().requires_grad_(True)
-            obj = _objective(model, tm.apply(x, params), y, ref, loss)
+            x_now = tm.apply(x, params) if (clip_start or i > 0) else tm.apply_raw(x, params)
+            obj = _objective(model, x_now, y, ref, loss)
             (grad,) = torch.autograd.grad(obj, params)
             params = tm.project(tm.step(params.detach(), grad, size), x)
     params = params.detach()

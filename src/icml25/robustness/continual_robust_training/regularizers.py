@@ -11,7 +11,9 @@ max_{C2} ||h(x2) - h(x)||_2)``. Adversarial l2 regularisation (ALR) therefore pe
     R_C(x) = max_{x' in C(x)} ||h(x') - h(x)||_2,
 
 approximated by a few projected ascent steps from a random start in ``C(x)`` (one step by default,
-step size ``eps``), with ``x'`` detached and gradients flowing through both logit vectors. The
+step size ``eps``), with ``x'`` detached and gradients flowing through both logit vectors. As in the
+official ``reg_utils.L2Reg``, the first ascent gradient is taken at the unclipped start ``x + delta``
+(which may leave ``[0, 1]``); ``clip_start=True`` clips the start first, as the PGD attacks do. The
 uniform-noise baseline (UR) replaces the maximisation by one random point: uniform noise in
 ``[-1, 1]`` scaled down (per example) to l2 norm at most ``sigma``.
 """
@@ -44,10 +46,14 @@ class AdversarialLogitReg:
 
     ``tm`` is the threat model the inner maximisation runs over; during training the regulariser
     is built for the same attack(s) that perturbed the batch. The step size follows the official
-    rule: ``eps`` for one step, ``eps/(n-2)`` for ``n > 3``, else ``eps/n``.
+    rule: ``eps`` for one step, ``eps/(n-2)`` for ``n > 3``, else ``eps/n``. ``clip_start=False``
+    (default, the official regulariser) takes the first ascent gradient at the unclipped random
+    start; ``True`` clips the start into ``[0, 1]`` first (our earlier version).
     """
 
-    def __init__(self, tm: ThreatModel, steps: int = 1, step_size: float | None = None) -> None:
+    def __init__(
+        self, tm: ThreatModel, steps: int = 1, step_size: float | None = None, clip_start: bool = False
+    ) -> None:
         if not isinstance(tm, ThreatModel):
             raise TypeError(f"tm must be a ThreatModel, got {type(tm).__name__}")
         check_positive("steps", steps, integer=True)
@@ -56,6 +62,7 @@ class AdversarialLogitReg:
         self.tm = tm
         self.steps = int(steps)
         self.step_size = tm.reg_step_size(self.steps) if step_size is None else float(step_size)
+        self.clip_start = bool(clip_start)
 
     def __call__(self, model: nn.Module, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
         x_adv = attack(
@@ -67,6 +74,7 @@ class AdversarialLogitReg:
             step_size=self.step_size,
             loss="logit",
             generator=generator,
+            clip_start=self.clip_start,
         )
         assert isinstance(x_adv, Tensor)
         return logit_distance(model, x, x_adv)
