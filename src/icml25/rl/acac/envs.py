@@ -162,28 +162,44 @@ class MacroActionEnv(ParallelEnv):  # type: ignore[misc]
 
 _DIRS = ((0, 1), (1, 0), (0, -1), (-1, 0))  # orientation 0 = N (+y), 1 = E, 2 = S, 3 = W
 _SMALL, _BIG, _EMPTY, _WALL, _MATE = range(5)
+_TURN_COST = np.array(  # _TURN_COST[orientation][direction]: 0 ahead, 0.1 sideways, 0.2 behind
+    [[0.0, 0.1, 0.2, 0.1], [0.1, 0.0, 0.1, 0.2], [0.2, 0.1, 0.0, 0.1], [0.1, 0.2, 0.1, 0.0]]
+)
 
 
 class MacroBoxPushing(MacroActionEnv):
     """BoxPushing with macro-actions (the paper's Sec. 5 domain), two agents on a ``grid`` x ``grid`` map.
 
-    Cells are integer (column, row); row 0 is the bottom, the goal is the top row. Agents start in
-    row 1 at the two side walls facing inward. Small boxes sit at the side walls in row
-    ``grid // 2``; the big box covers the two middle columns of that row. Macro-actions:
+    The rules are those of the official environment (``box_pushing_MA.py`` and
+    ``box_pushing_MA_core.py`` of github.com/LGAI-Research/acac, class ``BoxPushing_harder``);
+    a parity test replays seeded macro-action episodes against a transcription of that code and
+    requires every step to agree. Cells are integer (column, row); row 0 is the bottom, the goal is
+    the top row. The layout is the official one: on 6x6 the agents start at (0, 1) facing east and
+    (5, 1) facing west, small boxes sit at (0, 3) and (5, 3), the big box covers (2, 3) and (3, 3),
+    and the four waypoints are the cells below them, (0, 2), (5, 2), (2, 2), (3, 2); 4x4 and
+    ``grid >= 8`` maps follow the official formulas (``grid`` must be even). Macro-actions:
 
-    0-3  go to a waypoint below SB0, SB1, the big box's left cell or its right cell (one move or
-         one turn per step, greedy on Manhattan distance plus a turn cost of 0 / 0.1 / 0.2 for
-         ahead / sideways / behind; box cells and the teammate block), ending there facing north;
-    4    push: move forward each step. A small box ahead is pushed when facing north; the big box
-         moves only when both agents stand under it facing north and both choose push on the same
-         step, then agents and box move up together. Hitting a wall, or the big box alone, ends the
-         macro-action with ``penalty``;
+    0-3  go to a waypoint (below SB0, SB1, the big box's left or right cell). Each primitive step
+         moves one cell ahead or turns, greedy on Manhattan distance to the waypoint plus a turn cost
+         of 0 / 0.1 / 0.2 for ahead / sideways / behind (ties: N, E, S, W). Only the cells of the
+         row that small box 0 is on that hold a box's column are blocked; agents never block each
+         other. Reaching the waypoint ends the macro-action facing north; issued at the waypoint it
+         turns north at once and ends in one step. The agent remembers the last waypoint it reached.
+    4    push: move forward each step. Facing north into a small box pushes it up (the macro-action
+         ends when it reaches the goal row). Walking into the big box, or into a small box when not
+         facing north, steps back and ends with ``penalty``; starting a push while facing the
+         border gives ``penalty``; walking up to the border ends the push without penalty. The big
+         box moves when both agents, at decision points and facing north, choose push on the same
+         step while the last waypoints they reached are its two cells (one each); then both agents
+         and the box move up one row per step until the box reaches the goal row.
     5/6  turn left / right; 7 stay (one step each).
 
-    Rewards are shared: ``step_cost`` per step, ``big_reward`` / ``small_reward`` when a box reaches
-    the top row (which ends the episode), ``penalty`` per bad push. The 5-bit observation is the
-    cell in front (small box, big box, empty, wall, teammate), refreshed when the agent's
-    macro-action ends; at ``t = 0`` both agents see "empty".
+    Rewards are shared: ``step_cost`` per step, ``big_reward`` / ``small_reward`` for every box in
+    the top row, which ends the episode, ``penalty`` per bad push. Observation: five flags for the
+    cell in front (small box, big box, empty, wall, teammate; several may be set when agents share a
+    cell), refreshed when the agent's macro-action ends; at ``t = 0`` both agents see "empty".
+    The official environment has no time limit (its runner stops after ``terminate_step`` steps);
+    here ``horizon`` truncates the episode.
     """
 
     metadata = {"name": "macro_box_pushing", "render_modes": []}
@@ -200,8 +216,8 @@ class MacroBoxPushing(MacroActionEnv):
         penalty: float = -10.0,
         step_cost: float = -0.1,
     ) -> None:
-        if isinstance(grid, bool) or not isinstance(grid, int) or grid < 4:
-            raise ValueError(f"grid must be an integer >= 4, got {grid!r}")
+        if isinstance(grid, bool) or not isinstance(grid, int) or grid < 4 or grid % 2:
+            raise ValueError(f"grid must be an even integer >= 4, got {grid!r}")
         for name, value in (
             ("big_reward", big_reward),
             ("small_reward", small_reward),
@@ -213,22 +229,24 @@ class MacroBoxPushing(MacroActionEnv):
         self.grid = grid
         self.big_reward, self.small_reward = float(big_reward), float(small_reward)
         self.penalty, self.step_cost = float(penalty), float(step_cost)
-        self.box_row = grid // 2
-        mid = grid // 2
-        self.waypoints = (
-            (0, self.box_row - 1),
-            (grid - 1, self.box_row - 1),
-            (mid - 1, self.box_row - 1),
-            (mid, self.box_row - 1),
-        )
+        g, half = grid, grid // 2
+        if g >= 8:
+            side, row0 = (1, g - 2), 1
+        elif g == 6:
+            side, row0 = (0, g - 1), 1
+        else:
+            side, row0 = (0, g - 1), 0
+        self._side, self._row0 = side, row0
+        self.box_row = half
+        self.waypoints = ((side[0], half - 1), (side[1], half - 1), (half - 1, half - 1), (half, half - 1))
         super().__init__(2, horizon)
 
     def _reset_state(self, rng: np.random.Generator) -> None:
-        g = self.grid
-        self.pos = [[0, 1], [g - 1, 1]]
+        self.pos = [[self._side[0], self._row0], [self._side[1], self._row0]]
         self.ori = [1, 3]
-        self.small = [[0, self.box_row], [g - 1, self.box_row]]
-        self.big = [g // 2 - 1, self.box_row]  # left cell of the big box
+        self.small = [[self._side[0], self.box_row], [self._side[1], self.box_row]]
+        self.big = [self.grid // 2 - 1, self.box_row]  # left cell of the big box
+        self.last_waypoint: list[int | None] = [None, None]
         self._pushing_big = False
 
     def _initial_obs(self, i: int) -> np.ndarray:
@@ -236,100 +254,131 @@ class MacroBoxPushing(MacroActionEnv):
         out[_EMPTY] = 1.0
         return out
 
-    def _cell(self, x: int, y: int, me: int) -> int:
-        if not (0 <= x < self.grid and 0 <= y < self.grid):
-            return _WALL
-        if any(b == [x, y] for b in self.small):
-            return _SMALL
-        if y == self.big[1] and x in (self.big[0], self.big[0] + 1):
-            return _BIG
-        if self.pos[1 - me] == [x, y]:
-            return _MATE
-        return _EMPTY
+    def _in_big(self, x: int, y: int) -> bool:
+        return y == self.big[1] and x in (self.big[0], self.big[0] + 1)
 
     def _observe(self, i: int) -> np.ndarray:
         dx, dy = _DIRS[self.ori[i]]
+        x, y = self.pos[i][0] + dx, self.pos[i][1] + dy
         out = np.zeros(5, dtype=np.float32)
-        out[self._cell(self.pos[i][0] + dx, self.pos[i][1] + dy, i)] = 1.0
+        out[_EMPTY] = 1.0
+        flags = (
+            any(b == [x, y] for b in self.small),
+            self._in_big(x, y),
+            not (0 <= x < self.grid and 0 <= y < self.grid),
+            self.pos[1 - i] == [x, y],
+        )
+        for k, hit in zip((_SMALL, _BIG, _WALL, _MATE), flags, strict=True):
+            if hit:
+                out[k], out[_EMPTY] = 1.0, 0.0
         return out
 
-    def _navigate(self, i: int, target: tuple[int, int]) -> bool:
-        """One primitive step of a go-to-waypoint controller; True when it has ended."""
+    def _navigate(self, i: int, w: int) -> bool:
+        """One primitive step of the go-to-waypoint ``w`` controller; True when it has ended."""
         x, y = self.pos[i]
-        if (x, y) == target:
-            if self.ori[i] == 0:
-                return True
-            self.ori[i] = (self.ori[i] + (1 if self.ori[i] == 3 else -1)) % 4  # turn toward north
-            return self.ori[i] == 0
-        best, best_d = np.inf, -1
+        tx, ty = self.waypoints[w]
+        if (x, y) == (tx, ty):
+            self.ori[i] = 0
+            self.last_waypoint[i] = w
+            return True
+        blocked_row = self.small[0][1]
+        blocked_cols = (self.small[0][0], self.small[1][0], self.big[0], self.big[0] + 1)
+        h = np.empty(4)
         for d, (dx, dy) in enumerate(_DIRS):
-            if self._cell(x + dx, y + dy, i) != _EMPTY:
-                continue
-            rel = (d - self.ori[i]) % 4
-            cost = abs(x + dx - target[0]) + abs(y + dy - target[1]) + (0.0, 0.1, 0.2, 0.1)[rel]
-            if cost < best:
-                best, best_d = cost, d
-        if best_d < 0:
-            return False  # boxed in this step; wait
-        if best_d == self.ori[i]:
-            self.pos[i] = [x + _DIRS[best_d][0], y + _DIRS[best_d][1]]
+            nx, ny = x + dx, y + dy
+            blocked = ny == blocked_row and nx in blocked_cols
+            h[d] = np.inf if blocked else float(abs(tx - nx) + abs(ty - ny))
+        cost = _TURN_COST[self.ori[i]]
+        d = int(np.argmin(h + cost))
+        if cost[d] == 0.0:
+            self.pos[i] = [x + _DIRS[d][0], y + _DIRS[d][1]]
+        elif cost[d] == 0.2:
+            self.ori[i] = (self.ori[i] + 1) % 4
         else:
-            rel = (best_d - self.ori[i]) % 4
-            self.ori[i] = (self.ori[i] + (-1 if rel == 3 else 1)) % 4
-        return tuple(self.pos[i]) == target and self.ori[i] == 0
+            self.ori[i] = d
+        if self.pos[i] == [tx, ty] and self.ori[i] == 0:
+            self.last_waypoint[i] = w
+            return True
+        return False
+
+    def _at_border(self, i: int) -> bool:
+        x, y = self.pos[i]
+        top = self.grid - 1
+        return (self.ori[i], x if self.ori[i] % 2 else y) in ((0, top), (1, top), (2, 0), (3, 0))
+
+    def _push(self, i: int) -> tuple[float, bool]:
+        """One primitive step of the push controller: (reward, ended)."""
+        if self._at_border(i):
+            return self.penalty, True
+        reward, ended, pushing = 0.0, False, False
+        dx, dy = _DIRS[self.ori[i]]
+        self.pos[i] = [self.pos[i][0] + dx, self.pos[i][1] + dy]
+        for k in range(3):
+            x, y = self.pos[i]
+            if k < 2:
+                if self.small[k] != [x, y]:
+                    continue
+            elif not self._in_big(x, y):
+                continue
+            if self.ori[i] == 0 and k < 2:
+                pushing = True
+                self.small[k][1] += 1
+                if self.small[k][1] == self.grid - 1:
+                    ended = True
+            else:
+                self.pos[i] = [x - dx, y - dy]
+                ended = True
+                reward += self.penalty
+        if not pushing and self._at_border(i):
+            ended = True
+        return reward, ended
 
     def _advance(self, macros: list[int], starting: list[bool]) -> tuple[float, list[bool], bool]:
         reward = self.step_cost
         ended = [False, False]
-        under = {(self.big[0], self.big[1] - 1), (self.big[0] + 1, self.big[1] - 1)}
-        joint_push = (
-            macros[0] == 4
-            and macros[1] == 4
-            and {(p[0], p[1]) for p in self.pos} == under
+        if (
+            macros == [4, 4]
+            and all(starting)
             and self.ori == [0, 0]
-            and (all(starting) or self._pushing_big)
-        )
-        if joint_push:
+            and sorted(w for w in self.last_waypoint if w is not None) == [2, 3]
+        ):
             self._pushing_big = True
-            self.big[1] += 1
-            for p in self.pos:
-                p[1] += 1
-            if self.big[1] == self.grid - 1:
-                self._pushing_big = False
-                return reward + self.big_reward, [True, True], True
-            return reward, [False, False], False
-        self._pushing_big = False
-        terminated = False
         for i in range(2):
             m = macros[i]
-            if m < 4:
-                ended[i] = self._navigate(i, self.waypoints[m])
+            if self._pushing_big:
+                self._macro[i] = 4
+                self.pos[i][1] += 1
+            elif m < 4:
+                ended[i] = self._navigate(i, m)
             elif m == 4:
-                dx, dy = _DIRS[self.ori[i]]
-                x, y = self.pos[i][0] + dx, self.pos[i][1] + dy
-                ahead = self._cell(x, y, i)
-                if ahead == _EMPTY:
-                    self.pos[i] = [x, y]
-                elif ahead == _SMALL and self.ori[i] == 0 and self._cell(x, y + 1, i) == _EMPTY:
-                    box = next(b for b in self.small if b == [x, y])
-                    box[1] += 1
-                    self.pos[i] = [x, y]
-                    if box[1] == self.grid - 1:
-                        reward += self.small_reward
-                        terminated = True
-                elif ahead == _MATE:
-                    ended[i] = True
-                else:  # wall, the big box alone, or a box that cannot move this way
-                    reward += self.penalty
-                    ended[i] = True
+                r, ended[i] = self._push(i)
+                reward += r
             elif m in (5, 6):
                 self.ori[i] = (self.ori[i] + (-1 if m == 5 else 1)) % 4
                 ended[i] = True
             else:
                 ended[i] = True
-        if terminated:
-            ended = [True, True]
+        if self._pushing_big:
+            self.big[1] += 1
+            if self.big[1] == self.grid - 1:
+                ended = [True, True]
+        top = self.grid - 1
+        n_small = sum(b[1] == top for b in self.small)
+        reward += self.small_reward * n_small + (self.big_reward if self.big[1] == top else 0.0)
+        terminated = n_small > 0 or self.big[1] == top
         return reward, ended, terminated
+
+    def official_state(self) -> tuple[tuple[tuple[float, float, int], ...], tuple[tuple[float, float], ...]]:
+        """Agents' (x, y, orientation) and boxes' (x, y) in the official environment's coordinates.
+
+        The official code uses cell centres (``x + 0.5``) and the big box's centre; this is what the
+        parity test compares step by step.
+        """
+        agents = tuple((p[0] + 0.5, p[1] + 0.5, o) for p, o in zip(self.pos, self.ori, strict=True))
+        boxes = tuple((b[0] + 0.5, b[1] + 0.5) for b in self.small) + (
+            (self.big[0] + 1.0, self.big[1] + 0.5),
+        )
+        return agents, boxes
 
 
 # ------------------------------------------------------------------------------------------------
