@@ -406,3 +406,14 @@ def test_spearman_item_statistic() -> None:
     rows = np.array([[0.1, 0.2], [0.5, 0.4], [0.9, 0.8], [0.3, 0.1]])
     assert _spearman_rows(rows) == pytest.approx(0.8)
     assert _spearman_rows(np.array([[1.0, 0.2], [1.0, 0.4], [1.0, 0.1]])) == 0.0  # constant predictor
+
+
+def test_sound_learners_need_to_fit_their_seen_labels() -> None:
+    """Issue 43: 0.25 above chance counted logistic (0.78 seen accuracy) as sound beside lookup (0.92)."""
+    from icml25.theory.dcg_statistics.check import sound_learners
+
+    seen = {"lookup": 0.92, "mlp": 0.93, "knn": 0.90, "logistic": 0.78, "majority": 0.57}
+    assert sound_learners(seen, 0.5, 0.25, 0.05) == ["lookup", "mlp", "knn"]
+    assert sound_learners(seen, 0.5, 0.25, 1.0) == ["lookup", "mlp", "knn", "logistic"]
+    assert sound_learners({"a": 0.6}, 0.5, 0.25, 0.05) == []
+    assert sound_learners({}, 0.5, 0.25, 0.05) == []

@@ -755,3 +755,21 @@ def test_check_pairs_models_and_measures_references_and_gates(tmp_path: Path) ->
     medians = [np.median(out.items[a]["iv/gamma/medrel_nmax"]) for a in ("cumulant", "min_norm")]
     assert res.effect == pytest.approx(medians[0] - medians[1])
     assert _relative_error(np.nan, np.array([0.5])) == FAIL_ERROR
+
+
+def test_medium_preset_judges_two_latents_at_the_papers_n(tmp_path: Path) -> None:
+    """Issue 43: the two-latent claim needs n = 1e7; ``medium`` runs just that, and runs here shortened."""
+    medium = CHECK.config("medium")
+    assert set(medium.settings) == {"proxy_noedge_l2", "proxy_edge_l2"}
+    assert all(medium.sizes_for(s)[-1] == 10_000_000 for s in medium.settings)
+    claim = CHECK.claim_for(medium)
+    judged = claim.criteria_at("medium")
+    assert judged and all(c.name.split("/")[0] in medium.settings for c in judged)
+    assert claim.headline.startswith("proxy_noedge_l2/") and claim.headline.endswith("/beats_cross_moment")
+    assert claim.gates_at("medium")
+    assert not [c for c in CHECK.claim_for(CHECK.config("small")).criteria_at("small") if "_l2/" in c.name]
+    short = dataclasses.replace(medium, sample_sizes=(300, 3000), large_n=6000, replicates=1, noises=("gamma",))
+    ctx = RunContext(slug=CHECK.slug, scale="medium", run_dir=tmp_path, reporter=NullReporter())
+    out = CHECK.run_seed(short, 0, ctx)
+    for setting in medium.settings:
+        assert f"{setting}/gamma/medrel_n6000" in out.metrics["cross_moment"]
