@@ -303,7 +303,12 @@ def test_figures_are_drawn_with_every_variant() -> None:
         seeds=[0, 1],
         overrides={"run_m3": True, "run_misspec": True, "K": 20, "speedup_episodes": 0},
     )
-    assert [f.file for f in result.figures] == ["regret_curves.png", "lambda_and_beta.png", "variants.png"]
+    assert [f.file for f in result.figures] == [
+        "regret_curves.png",
+        "lambda_and_misspec.png",
+        "calibration.png",
+        "variants.png",
+    ]
 
 
 def test_config_errors_name_the_field() -> None:
@@ -317,8 +322,12 @@ def test_config_errors_name_the_field() -> None:
         LexConfig(H=0)
     with pytest.raises(ValueError, match=r"LexConfig\.delta"):
         LexConfig(delta=1.0)
-    with pytest.raises(ValueError, match=r"LexConfig\.beta_sweep\[1\]"):
-        LexConfig(beta_sweep=(0.5, 0.0))
+    with pytest.raises(ValueError, match=r"LexConfig\.c_beta_grid\[1\]"):
+        LexConfig(c_beta_grid=(0.5, 0.0))
+    with pytest.raises(ValueError, match=r"LexConfig\.c_beta must be a finite number > 0"):
+        LexConfig(c_beta=0.0)
+    with pytest.raises(ValueError, match=r"c_beta_grid must hold"):
+        LexConfig(c_beta_grid=())
     with pytest.raises(ValueError, match=r"LinearMOMDP\.x1"):
         mdp = make_lex_tabular_mdp(S=3, H=2, seed=0)
         LinearMOMDP(P=mdp.P, R=mdp.R, phi=mdp.phi, H=2, x1=3)
@@ -330,13 +339,100 @@ def test_small_criteria_are_measured_under_size_overrides(tmp_path) -> None:  # 
     from icml25.core.progress import NullReporter
     from icml25.rl.lexicographic_morl.check import CHECK
 
-    config = CHECK.config("small", {"S": 3, "H": 3, "K": 12, "run_m3": False, "run_misspec": False})
+    config = CHECK.config("small", {"S": 3, "H": 3, "K": 12})
     ctx = RunContext(slug=CHECK.slug, scale="small", run_dir=tmp_path, reporter=NullReporter())
     metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
     claim = CHECK.claim_for(config)
     assert claim == CHECK.claim  # no criterion depends on the preset's sizes
-    results = [evaluate_criterion(c, metrics) for c in claim.criteria]
+    results = [evaluate_criterion(c, metrics) for c in (*claim.criteria, *claim.gates)]
     assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
+
+
+# ---------------------------------------------------------------- issue 42: c_beta fixed before the run
+
+
+def test_select_c_beta_takes_the_lowest_validation_slope_then_breaks_ties() -> None:
+    from icml25.rl.lexicographic_morl.check import select_c_beta
+
+    grid = (0.001, 0.002, 0.004)
+    assert select_c_beta(grid, [0.9, 0.5, 0.7], [1.0, 9.0, 0.0]) == 0.002
+    # equal slopes: lower total regret wins, then the smaller c_beta
+    assert select_c_beta(grid, [0.5, 0.5, 0.7], [3.0, 2.0, 0.0]) == 0.002
+    assert select_c_beta(grid, [0.5, 0.5, 0.5], [2.0, 2.0, 2.0]) == 0.001
+    with pytest.raises(ValueError, match="one equal"):
+        select_c_beta(grid, [0.5], [1.0])
+
+
+def _tiny_config(**kw: Any) -> Any:
+    from icml25.rl.lexicographic_morl.check import CHECK
+
+    base = {"K": 60, "speedup_episodes": 0, "run_misspec": True}
+    return CHECK.config("tiny", {**base, **kw})
+
+
+def test_judged_arm_uses_the_calibration_instance_value_on_every_seed(tmp_path) -> None:  # noqa: ANN001
+    """Before issue 42 the headline took, per judged seed, the c_beta with the best test slope."""
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.rl.lexicographic_morl.check import (
+        CHECK,
+        TUNED,
+        LexicographicMORLCheck,
+        calibrate,
+        select_c_beta,
+    )
+
+    config = _tiny_config()
+    cal = calibrate(config)
+    assert cal.seed == config.calibration_seed and set(cal.chosen) == set(TUNED)
+    for kind in TUNED:  # each learner's value is the rule's choice on its own validation row
+        row = cal.table[kind]
+        assert cal.chosen[kind] == select_c_beta(row["c_beta"], row["max_slope"], row["total_regret"])
+        assert cal.chosen[kind] in config.c_beta_grid
+    check = LexicographicMORLCheck()
+    ctx = RunContext(slug=CHECK.slug, scale="tiny", run_dir=tmp_path, reporter=NullReporter())
+    for seed in (0, 1):
+        m = check.run_seed(config, seed, ctx).metrics
+        assert "best_sweep_max_slope" not in m["llrl"]
+        assert not {"llrl_beta_half", "llrl_beta_double"} & set(m)  # no per-seed sweep arms
+        for arm in ("llrl", "llrl_4lam", "llrl_misspec"):
+            assert m[arm]["c_beta"] == cal.chosen["llrl"]
+        for kind in ("lsvi_obj1", "lsvi_scalarised", "lex_greedy"):
+            assert m[kind]["c_beta"] == cal.chosen[kind]
+        assert m["llrl"]["max_slope"] == max(m["llrl"]["slope1"], m["llrl"]["slope2"])
+        assert m["uniform"]["min_slope"] == min(m["uniform"]["slope1"], m["uniform"]["slope2"])
+    # a fixed c_beta skips the calibration and is given to every learner
+    fixed = _tiny_config(c_beta=0.002)
+    assert calibrate(fixed).chosen == dict.fromkeys(TUNED, 0.002) and calibrate(fixed).table == {}
+    m = check.run_seed(fixed, 0, ctx).metrics
+    assert {m[a]["c_beta"] for a in ("llrl", "lsvi_obj1", "lsvi_scalarised", "lex_greedy")} == {0.002}
+
+
+def test_run_seed_refuses_the_calibration_seed(tmp_path) -> None:  # noqa: ANN001
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.rl.lexicographic_morl.check import CHECK
+
+    config = _tiny_config(calibration_seed=3)
+    ctx = RunContext(slug=CHECK.slug, scale="tiny", run_dir=tmp_path, reporter=NullReporter())
+    with pytest.raises(ValueError, match="calibration seed"):
+        CHECK.run_seed(config, 3, ctx)
+
+
+def test_claim_judges_one_arm_with_references_gates_and_paired_intervals() -> None:
+    from icml25.rl.lexicographic_morl.check import CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references == ("uniform",)
+    assert {g.name for g in claim.gates_at("small")} == {"floor_is_linear", "ties_matter"}
+    head = claim.headline_criterion()
+    assert head.arm == "llrl" and head.metric == "max_slope" and head.paired
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or (c.smallest_effect is not None and c.effect_source)
+        assert "best_sweep" not in c.metric
+    assert any(c.arm == "llrl_misspec" for c in claim.criteria_at("small"))
+    assert CHECK.config("small").c_beta is None  # calibrated, never the judged seeds' best
+    assert CHECK.config("small").calibration_seed not in range(CHECK.default_seeds["small"])
 
 
 # ---------------------------------------------------------------- the vectorised runner
