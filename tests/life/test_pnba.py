@@ -30,6 +30,7 @@ from icml25.life.pnba import (
     product_of_gaussians,
     train_pnba,
     velocity_r2,
+    velocity_r2_items,
 )
 
 TINY_DATA = SyntheticPopulationConfig(
@@ -160,7 +161,7 @@ def test_conv_maxpool_projector_depends_on_order() -> None:
     assert not torch.allclose(proj(x), proj(x[:, torch.randperm(12)]))
 
 
-@pytest.mark.parametrize("objective", ["pnba", "nogen", "contrastive"])
+@pytest.mark.parametrize("objective", ["pnba", "nogen", "contrastive", "supervised"])
 @pytest.mark.parametrize("projector", ["attention", "conv_maxpool"])
 def test_forward_losses_finite_and_gradients_flow(data, objective, projector) -> None:
     model = _model(objective, projector)
@@ -169,11 +170,13 @@ def test_forward_losses_finite_and_gradients_flow(data, objective, projector) ->
     out = model(spikes[:8], vel[:8], rec[:8], mask[:8], generator=torch.Generator().manual_seed(0))
     assert out.total.ndim == 0 and torch.isfinite(out.total)
     assert all(np.isfinite(v) for v in out.terms.values())
-    if objective != "contrastive":
+    if objective in ("pnba", "nogen"):
         assert out.terms["kl_p_x"] >= 0 and out.terms["kl_sym"] >= 0
     if objective == "pnba":
         assert {"poisson_p", "poisson_y2x", "se_p", "se_x2y"} <= set(out.terms)
     out.total.backward()
+    if objective == "supervised":
+        assert set(out.terms) == {"se_x2y"}
     grads = [p.grad for p in model.neural_encoder.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
 
@@ -351,3 +354,117 @@ def test_bad_configs_and_stats_input() -> None:
         pad_recordings([])
     with pytest.raises(ValueError, match="TrainConfig.steps"):
         TrainConfig(steps=0)
+
+
+# ---------------------------------------------------------------- a decodable simulator, oracle, protocol
+
+
+def _rank_pooled(rec, groups: int = 8) -> np.ndarray:
+    """A fixed, order-invariant, subject-agnostic encoder: neurons grouped by their rank of mean firing
+    rate within the recording, each group's mean time course: ``[K, groups * T]``."""
+    rate = rec.spikes.mean((0, 2))
+    group = np.argsort(np.argsort(rate)) * groups // len(rate)
+    pooled = np.stack([rec.spikes[:, group == k].mean(1) for k in range(groups)], 1)
+    return pooled.reshape(len(pooled), -1)
+
+
+def _zero_shot_rank_pooled_r2(readout: str) -> float:
+    from sklearn.linear_model import Ridge
+
+    cfg = SyntheticPopulationConfig(
+        n_train_subjects=4, sessions=1, trials_per_session=100, heldout_trials=60, T=16,
+        neurons=(40, 80), readout=readout, seed=0,
+    )  # fmt: skip
+    d = make_multisubject_reaching(cfg)
+    x = np.concatenate([_rank_pooled(r) for r in d.train])
+    y = np.concatenate([r.velocity.reshape(len(r.velocity), -1) for r in d.train])
+    ridge = Ridge(alpha=1.0).fit(x, y)
+    return float(
+        np.mean(
+            [
+                velocity_r2(ridge.predict(_rank_pooled(r)).reshape(r.velocity.shape), r.velocity)
+                for r in d.test
+            ]
+        )
+    )
+
+
+def test_default_simulator_allows_zero_shot_decoding_isotropic_does_not() -> None:
+    # cell-type readouts shared across subjects: a fixed order-invariant pooling decodes unseen subjects;
+    # with the earlier isotropic readouts the same pooling cannot (the latent is hidden by a rotation)
+    assert SyntheticPopulationConfig().readout == "prototypes"
+    assert _zero_shot_rank_pooled_r2("prototypes") > 0.45
+    assert _zero_shot_rank_pooled_r2("isotropic") < 0.2
+
+
+def test_prototype_readouts_cluster_on_shared_types() -> None:
+    from icml25.life.pnba.data import _CellTypes, _subject
+
+    cfg = SyntheticPopulationConfig(readout_noise=0.3)
+    types = _CellTypes(np.random.default_rng(0), cfg)
+    rng = np.random.default_rng(1)
+    for _ in range(2):  # two subjects: rows near one of the same unit prototypes, rate set by the type
+        sub = _subject(rng, cfg, types)
+        cos = (sub["C"] / np.linalg.norm(sub["C"], axis=1, keepdims=True)) @ types.prototypes.T
+        k = cos.argmax(1)
+        assert np.median(cos.max(1)) > 0.9
+        assert np.abs(sub["b"] - types.log_rates[k]).mean() < 0.3
+    iso = _subject(
+        rng,
+        dataclasses.replace(cfg, readout="isotropic"),
+        _CellTypes(rng, dataclasses.replace(cfg, readout="isotropic")),
+    )
+    cos = (iso["C"] / np.linalg.norm(iso["C"], axis=1, keepdims=True)) @ types.prototypes.T
+    assert np.median(cos.max(1)) < 0.8
+
+
+def test_supervised_oracle_regresses_behaviour_from_the_neural_mean(data) -> None:
+    model = _model("supervised")
+    rec0 = data.train[0]
+    spikes, vel = torch.from_numpy(rec0.spikes[:6]), torch.from_numpy(rec0.velocity[:6])
+    out = model(spikes, vel, torch.zeros(6, dtype=torch.long))
+    with torch.no_grad():
+        mu, _ = model.encode_neural(spikes)
+        ref = (model.decode_behavior(mu) - vel).pow(2).sum() / 6
+    torch.testing.assert_close(out.total.detach(), ref)
+    hist = train_pnba(model, data.train, TrainConfig(steps=30, batch_size=16, lr=3e-3, warmup_steps=0))
+    assert np.mean(hist.train_loss[-5:]) < np.mean(hist.train_loss[:5])
+
+
+def test_velocity_r2_items_average_to_the_r2() -> None:
+    rng = np.random.default_rng(0)
+    true = rng.normal(size=(9, 2, 6))
+    pred = true + rng.normal(size=true.shape)
+    items = velocity_r2_items(pred, true)
+    assert items.shape == (9,)
+    assert items.mean() == pytest.approx(velocity_r2(pred, true), abs=1e-12)
+    np.testing.assert_allclose(velocity_r2_items(true, true), 1.0)
+
+
+def test_control_criterion_is_a_paired_difference_not_a_scaled_r2() -> None:
+    from icml25.core.claims import MetricSummary, evaluate_criterion
+    from icml25.life.pnba.check import CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    control = next(c for c in claim.criteria if c.other_arm == "pnba_control")
+    assert control.factor == 1.0 and control.smallest_effect is not None
+    # both R² negative, the control slightly *better*: the criterion must not hold (0.75 x R² did)
+    metrics = {
+        "pnba": {"r2_decoder": MetricSummary.of([-0.20, -0.21, -0.19])},
+        "pnba_control": {"r2_decoder": MetricSummary.of([-0.19, -0.20, -0.18])},
+    }
+    assert evaluate_criterion(control, metrics).outcome != "holds"
+    metrics["pnba_control"] = {"r2_decoder": MetricSummary.of([-0.50, -0.60, -0.55])}
+    assert evaluate_criterion(control, metrics).outcome == "holds"
+
+
+def test_check_follows_the_protocol() -> None:
+    from icml25.life.pnba.check import CHECK
+
+    config = CHECK.config("small")
+    claim = CHECK.claim_for(config)
+    assert {"oracle", "untrained", "cca"} <= set(claim.references) and "oracle" in claim.controls
+    assert {g.name for g in claim.gates_at("small")} == {"oracle_decodes", "floor_is_low"}
+    assert claim.headline_criterion().name == "beats_contrastive" and claim.headline_criterion().paired
+    assert all(c.paired for c in claim.criteria_at("small") if c.other_arm is not None)
+    assert config.train.steps >= 1200  # 300 steps left every latent collapsed

@@ -40,6 +40,7 @@ from .evaluation import (
     preservation_stats,
     train_pnba,
     velocity_r2,
+    velocity_r2_items,
 )
 from .model import (
     PNBA,
@@ -82,4 +83,5 @@ __all__ = [
     "product_of_gaussians",
     "train_pnba",
     "velocity_r2",
+    "velocity_r2_items",
 ]

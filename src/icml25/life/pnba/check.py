@@ -75,12 +75,27 @@ from .evaluation import (
     preservation_stats,
     train_pnba,
     velocity_r2,
+    velocity_r2_items,
 )
 from .model import PNBA, PNBAConfig
 
-LEARNED = ("pnba", "pnba_nogen", "contrastive")
-ARMS = (*LEARNED, "cca", "pnba_control")
-OBJECTIVE = {"pnba": "pnba", "pnba_nogen": "nogen", "contrastive": "contrastive"}
+#: arms trained on the shared-dynamics data with the same steps and learning-rate sweep
+LEARNED = ("pnba", "pnba_nogen", "contrastive", "oracle")
+BASELINES = ("contrastive", "pnba_nogen", "pnba_control")
+REFERENCES = ("oracle", "untrained", "cca")
+ARMS = ("pnba", *BASELINES, *REFERENCES)
+OBJECTIVE = {"pnba": "pnba", "pnba_nogen": "nogen", "contrastive": "contrastive", "oracle": "supervised"}
+#: smallest effect of interest on zero-shot velocity R² between two alignment objectives
+R2_EFFECT = 0.05
+R2_EFFECT_SOURCE = (
+    "declared (the paper reports no R² gap we could retrieve): 0.05 of explained velocity variance, the "
+    "smallest zero-shot gain we would call better"
+)
+CONTROL_EFFECT = 0.1
+CONTROL_EFFECT_SOURCE = (
+    "declared: a negative control that loses less than 0.1 of explained variance would not show that the "
+    "decoding rests on shared structure"
+)
 
 
 @dataclass(frozen=True)
@@ -94,23 +109,27 @@ class PNBACheckConfig:
         trials_per_session=100, T=20, neurons=(40, 100)
     )
     model: PNBAConfig = PNBAConfig(n_recordings=1, max_neurons=1, T=1, hidden=32, channels=4, n_virtual=8)
-    train: TrainConfig = TrainConfig(steps=300, batch_size=32)
-    lrs: tuple[float, ...] = (1e-3, 3e-3)
+    train: TrainConfig = TrainConfig(steps=1200, batch_size=32, warmup_steps=60)
+    lrs: tuple[float, ...] = (3e-3,)
     ridge_alpha: float = 1.0
     cca_components: int = 8
     run_control: bool = True
     min_cohens_d: float = 1.0
     max_mw_log10p: float = -6.0
     min_r2: float = 0.6
-    control_factor: float = 0.75
+    max_floor_r2: float = 0.3
 
     def __post_init__(self) -> None:
         if not self.lrs or any(not (isinstance(v, float) and v > 0) for v in self.lrs):
             raise ValueError(
                 f"PNBACheckConfig.lrs must be a non-empty tuple of positive floats, got {self.lrs}"
             )
-        check_fields(self, positive=("ridge_alpha", "min_cohens_d", "control_factor"))
+        check_fields(self, positive=("ridge_alpha", "min_cohens_d"))
         check_fields(self, positive_int=("cca_components",))
+        for name in ("min_r2", "max_floor_r2"):
+            value = getattr(self, name)
+            if not (isinstance(value, float) and value < 1.0):
+                raise ValueError(f"PNBACheckConfig.{name} must be a float below 1 (an R²), got {value!r}")
 
     def model_config(self, data: MultiSubjectData, objective: str) -> PNBAConfig:
         return dataclasses.replace(
@@ -124,6 +143,37 @@ class PNBACheckConfig:
 
 def _criteria(cfg: PNBACheckConfig) -> tuple[Criterion, ...]:
     return (
+        Criterion(
+            "beats_contrastive",
+            arm="pnba",
+            metric="r2_zero_shot",
+            op=">",
+            other_arm="contrastive",
+            smallest_effect=R2_EFFECT,
+            effect_source=R2_EFFECT_SOURCE,
+            description=(
+                "zero-shot ridge readout R² on unseen subjects above the deterministic contrastive "
+                "model's, paired over seeds and behaviour instances"
+            ),
+        ),
+        Criterion(
+            "beats_nogen",
+            arm="pnba",
+            metric="r2_zero_shot",
+            op=">",
+            other_arm="pnba_nogen",
+            smallest_effect=R2_EFFECT,
+            effect_source=R2_EFFECT_SOURCE,
+            description="zero-shot ridge readout R² above PNBA without the generative constraints (paired)",
+        ),
+        Criterion(
+            "zero_shot_decoding",
+            arm="pnba",
+            metric="r2_decoder",
+            op=">=",
+            threshold=cfg.min_r2,
+            description="PNBA's own behaviour decoder on unseen subjects' neural latents (no alignment)",
+        ),
         Criterion(
             "preserved_gap",
             arm="pnba",
@@ -142,37 +192,17 @@ def _criteria(cfg: PNBACheckConfig) -> tuple[Criterion, ...]:
             description="one-sided Mann-Whitney p of paired > unpaired R, weakest pair, worst seed",
         ),
         Criterion(
-            "zero_shot_decoding",
+            "control_worse",
             arm="pnba",
             metric="r2_decoder",
-            op=">=",
-            threshold=cfg.min_r2,
-            description="PNBA's behaviour decoder on unseen subjects' neural latents (no alignment)",
-        ),
-        Criterion(
-            "beats_contrastive",
-            arm="pnba",
-            metric="r2_zero_shot",
             op=">",
-            other_arm="contrastive",
-            description="zero-shot ridge readout R² above the deterministic contrastive model's",
-        ),
-        Criterion(
-            "beats_nogen",
-            arm="pnba",
-            metric="r2_zero_shot",
-            op=">",
-            other_arm="pnba_nogen",
-            description="zero-shot ridge readout R² above PNBA without generative constraints",
-        ),
-        Criterion(
-            "control_fails",
-            arm="pnba_control",
-            metric="r2_decoder",
-            op="<",
-            other_arm="pnba",
-            factor=cfg.control_factor,
-            description="with subject-specific latent dynamics the zero-shot decoder is clearly worse",
+            other_arm="pnba_control",
+            smallest_effect=CONTROL_EFFECT,
+            effect_source=CONTROL_EFFECT_SOURCE,
+            description=(
+                "PNBA's zero-shot decoder R² minus the same model's on data with subject-specific latent "
+                "dynamics (negative control), paired over seeds: a difference, never a ratio of R²s"
+            ),
         ),
         Criterion(
             "tiny_learns",
@@ -195,6 +225,34 @@ def _criteria(cfg: PNBACheckConfig) -> tuple[Criterion, ...]:
     )
 
 
+def _gates(cfg: PNBACheckConfig) -> tuple[Criterion, ...]:
+    return (
+        Criterion(
+            "oracle_decodes",
+            arm="oracle",
+            metric="r2_decoder",
+            op=">=",
+            threshold=cfg.min_r2,
+            description=(
+                "the same neural encoder and decoder regressed directly on velocity (same steps and lr "
+                "sweep) decode the unseen subjects zero-shot at the level the claim asks of PNBA: the "
+                "simulator and the budget allow zero-shot decoding at all"
+            ),
+        ),
+        Criterion(
+            "floor_is_low",
+            arm="untrained",
+            metric="r2_zero_shot",
+            op="<=",
+            threshold=cfg.max_floor_r2,
+            description=(
+                "an untrained encoder with the same ridge readout stays at or below the brief's "
+                "'not reproduced' level (R² 0.3): zero-shot decoding is not trivial here"
+            ),
+        ),
+    )
+
+
 CLAIM = Claim(
     statement=(
         "A neural encoder trained by probabilistic neural-behavioural alignment (with generative "
@@ -204,16 +262,20 @@ CLAIM = Claim(
     ),
     source="Abstract; Sec. 4 (preserved representations in M1/PMd and V1, zero-shot decoding, ablations)",
     ours="pnba",
-    baselines=("contrastive", "pnba_nogen", "cca", "pnba_control"),
+    baselines=BASELINES,
+    references=REFERENCES,
+    controls=("oracle", "cca"),
     criteria=_criteria(PNBACheckConfig()),
+    gates=_gates(PNBACheckConfig()),
     headline="beats_contrastive",
-    headline_baseline="contrastive.r2_zero_shot",
     min_seeds=3,
     setup_notes=(
         "Simulated centre-out reaching: 10 training subjects x 2 sessions x 100 trials, 2 validation and 3 "
-        "test subjects sharing 100 behaviour instances, 20 bins of 50 ms, 40-100 Poisson neurons per subject "
-        "with random readouts of shared 8-D latent dynamics. Learned arms: 300 AdamW steps of 32 trials, lr "
-        "sweep {1e-3, 3e-3} chosen on validation subjects. The paper uses real recordings (monkey M1/PMd, "
+        "test subjects sharing 100 behaviour instances, 20 bins, 40-100 Poisson neurons per subject whose "
+        "readouts are drawn from 8 cell types shared across subjects (prototype directions plus noise, "
+        "type-specific rates 5-30 Hz) of shared 8-D latent dynamics. Learned arms (PNBA, PNBA-nogen, "
+        "contrastive, and the oracle regressed on velocity): 1200 AdamW steps of 32 trials at lr 3e-3 "
+        "each (one shared rate: equal, untuned budget). The paper uses real recordings (monkey M1/PMd, "
         "Sensorium 2023 mouse V1) and trains for 400 epochs on 8 GPUs."
     ),
     timed_metrics=("train_seconds",),
@@ -229,6 +291,25 @@ def _ridge(cfg: PNBACheckConfig, train_lat: Sequence[np.ndarray], train: Sequenc
 
     y = np.concatenate([r.velocity.reshape(len(r.velocity), -1) for r in train])
     return Ridge(alpha=cfg.ridge_alpha).fit(_stack(train_lat), y)
+
+
+def _r2_items(preds: Sequence[np.ndarray], recs: Sequence[Recording]) -> np.ndarray:
+    """Per behaviour instance (``pair_id``): the R² contribution averaged over the test subjects.
+
+    Its mean equals the mean over subjects of each subject's R² (every subject has the same trials).
+    """
+    rows = []
+    for pred, r in zip(preds, recs, strict=True):
+        order = np.argsort(r.pair_id, kind="stable")
+        rows.append(velocity_r2_items(pred, r.velocity)[order])
+    return np.mean(rows, axis=0)
+
+
+def _readout_items(ridge: Any, lat: Sequence[np.ndarray], recs: Sequence[Recording]) -> np.ndarray:
+    preds = [
+        ridge.predict(a.reshape(len(a), -1)).reshape(r.velocity.shape) for a, r in zip(lat, recs, strict=True)
+    ]
+    return _r2_items(preds, recs)
 
 
 def _readout_r2(ridge: Any, lat: Sequence[np.ndarray], recs: Sequence[Recording]) -> float:
@@ -262,13 +343,31 @@ def _similarity(a: np.ndarray, b: np.ndarray, order: np.ndarray) -> list[list[fl
     return np.round(za @ zb.T / za.shape[1], 3).tolist()
 
 
+def _evaluate(
+    cfg: PNBACheckConfig, model: PNBA, data: MultiSubjectData
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Zero-shot metrics of a model on ``data``'s test subjects, and the per-instance R² items."""
+    ridge = _ridge(cfg, [encode_recording(model, r)[0] for r in data.train], data.train)
+    lat = [encode_recording(model, r)[0] for r in data.test]
+    items = {"r2_zero_shot": _readout_items(ridge, lat, data.test)}
+    out = {"r2_zero_shot": float(items["r2_zero_shot"].mean())}
+    if model.has_decoder:
+        with torch.no_grad():
+            preds = [model.decode_behavior(torch.from_numpy(a)).numpy() for a in lat]
+        out["r2_decoder"] = float(_r2_items(preds, data.test).mean())
+    val_lat = [encode_recording(model, r)[0] for r in data.val]
+    out["val_r2"] = _readout_r2(ridge, val_lat, data.val)
+    out.update(_pair_metrics(lat, data.test))
+    return out, items
+
+
 class PNBACheck(ClaimCheck[PNBACheckConfig]):
     slug = "pnba"
     claim = CLAIM
 
     def claim_for(self, config: PNBACheckConfig) -> Claim:
         """Thresholds come from the config."""
-        return dataclasses.replace(CLAIM, criteria=_criteria(config))
+        return dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))
 
     presets = {
         "tiny": PNBACheckConfig(
@@ -301,103 +400,83 @@ class PNBACheck(ClaimCheck[PNBACheckConfig]):
     }
     default_seeds = {"tiny": 1, "small": 3, "full": 3}
 
+    def _train(
+        self, config: PNBACheckConfig, data: MultiSubjectData, arm: str, lr: float, seed: int, ctx: RunContext
+    ) -> tuple[PNBA, Any]:
+        torch.manual_seed(seed)
+        model = PNBA(config.model_config(data, OBJECTIVE.get(arm, "pnba")))
+
+        def report(done: int, total: int) -> None:
+            ctx.progress(f"train {arm} lr={lr:g}", done, total)
+
+        hist = train_pnba(
+            model, data.train, dataclasses.replace(config.train, lr=lr), seed=seed, progress=report
+        )
+        return model, hist
+
     def run_seed(self, config: PNBACheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         ctx.progress("simulate", 0, 2)
         data = make_multisubject_reaching(dataclasses.replace(config.data, seed=seed))
         metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
+        items: dict[str, dict[str, np.ndarray]] = {}
         series: dict[str, Any] = {}
         order = np.lexsort((data.test[0].pair_id, data.test[0].condition))
         series["conditions_sorted"] = data.test[0].condition[order].tolist()
 
         chosen: dict[str, float] = {}
-        for arm in LEARNED:
-            best: tuple[float, float, PNBA, Any] | None = None
+        for arm in LEARNED:  # same steps and the same lr sweep, chosen on the validation subjects
+            best: tuple[float, float, PNBA, Any, dict[str, float], dict[str, np.ndarray]] | None = None
             for lr in config.lrs:
-                torch.manual_seed(seed)
-                model = PNBA(config.model_config(data, OBJECTIVE[arm]))
-
-                def report(done: int, total: int, arm: str = arm, lr: float = lr) -> None:
-                    ctx.progress(f"train {arm} lr={lr:g}", done, total)
-
-                hist = train_pnba(
-                    model, data.train, dataclasses.replace(config.train, lr=lr), seed=seed, progress=report
-                )
-                train_lat = [encode_recording(model, r)[0] for r in data.train]
-                ridge = _ridge(config, train_lat, data.train)
-                val_r2 = _readout_r2(ridge, [encode_recording(model, r)[0] for r in data.val], data.val)
-                if not np.isfinite(val_r2):
-                    val_r2 = -np.inf
-                if best is None or val_r2 > best[0]:
-                    best = (val_r2, lr, model, (ridge, hist))
+                model, hist = self._train(config, data, arm, lr, seed, ctx)
+                m, it = _evaluate(config, model, data)
+                val = m["val_r2"] if np.isfinite(m["val_r2"]) else -np.inf
+                if best is None or val > best[0]:
+                    best = (val, lr, model, hist, m, it)
             assert best is not None
-            val_r2, lr, model, (ridge, hist) = best
+            _, lr, model, hist, m, it = best
             chosen[arm] = lr
-            m = metrics[arm]
-            m.update(self._learned_metrics(model, ridge, data))
+            metrics[arm].update(m)
+            items[arm] = it
             k = max(1, len(hist.train_loss) // 10)
-            m["loss_ratio"] = float(np.mean(hist.train_loss[-k:]) / np.mean(hist.train_loss[:k]))
-            m["val_r2"] = float(val_r2)
-            m["lr"] = lr
-            m["train_seconds"] = hist.seconds
+            metrics[arm]["loss_ratio"] = float(np.mean(hist.train_loss[-k:]) / np.mean(hist.train_loss[:k]))
+            metrics[arm]["lr"] = lr
+            metrics[arm]["train_seconds"] = hist.seconds
             if arm == "pnba":
                 x = torch.from_numpy(data.test[0].spikes[:16])
                 perm = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(seed))
                 with torch.no_grad():
                     err = (model.encode_neural(x)[0] - model.encode_neural(x[:, perm])[0]).abs().max()
-                m["permutation_error"] = float(err)
+                metrics[arm]["permutation_error"] = float(err)
             lat = [encode_recording(model, r)[0] for r in data.test[:2]]
             series[arm] = {"similarity": _similarity(lat[0], lat[1], order)}
 
-        # CCA: supervised manual alignment to the first training recording
+        # floor: the same architecture, untrained, with the same ridge readout
+        torch.manual_seed(seed)
+        m, it = _evaluate(config, PNBA(config.model_config(data, "nogen")), data)
+        metrics["untrained"].update(m)
+        items["untrained"] = it
+
+        # CCA: supervised manual alignment to the first training recording (uses test condition labels)
         ctx.progress("pca+cca", 0, 1)
         recs = list(data.train) + list(data.test)
         aligned = pca_cca_latents(recs, data.train[0], n_components=config.cca_components)
         tr, te = aligned[: len(data.train)], aligned[len(data.train) :]
         ridge = _ridge(config, tr, data.train)
-        metrics["cca"]["r2_zero_shot"] = _readout_r2(ridge, te, data.test)  # readout on CCA-aligned latents
-        metrics["cca"]["r2_decoder"] = metrics["cca"]["r2_zero_shot"]
+        items["cca"] = {"r2_zero_shot": _readout_items(ridge, te, data.test)}
+        metrics["cca"]["r2_zero_shot"] = float(items["cca"]["r2_zero_shot"].mean())
         metrics["cca"].update(_pair_metrics(te, data.test))
         series["cca"] = {"similarity": _similarity(te[0], te[1], order)}
 
-        if config.run_control:
+        if config.run_control:  # PNBA, same budget and PNBA's chosen lr, on subject-specific dynamics
             ctrl = make_multisubject_reaching(
                 dataclasses.replace(config.data, seed=seed, shared_dynamics=False)
             )
-            torch.manual_seed(seed)
-            model = PNBA(config.model_config(ctrl, "pnba"))
-
-            def report_ctrl(done: int, total: int) -> None:
-                ctx.progress("train pnba_control", done, total)
-
-            hist = train_pnba(
-                model,
-                ctrl.train,
-                dataclasses.replace(config.train, lr=chosen["pnba"]),
-                seed=seed,
-                progress=report_ctrl,
-            )
-            ridge = _ridge(config, [encode_recording(model, r)[0] for r in ctrl.train], ctrl.train)
-            metrics["pnba_control"].update(self._learned_metrics(model, ridge, ctrl))
+            model, hist = self._train(config, ctrl, "pnba_control", chosen["pnba"], seed, ctx)
+            m, _ = _evaluate(config, model, ctrl)  # other test trials: paired over seeds only
+            metrics["pnba_control"].update(m)
             metrics["pnba_control"]["train_seconds"] = hist.seconds
         series["chosen_lr"] = chosen
-        return SeedOutcome(metrics=metrics, series=series)
-
-    @staticmethod
-    def _learned_metrics(model: PNBA, ridge: Any, data: MultiSubjectData) -> dict[str, float]:
-        lat = [encode_recording(model, r)[0] for r in data.test]
-        out = {"r2_zero_shot": _readout_r2(ridge, lat, data.test)}
-        if model.has_decoder:
-            with torch.no_grad():
-                out["r2_decoder"] = float(
-                    np.mean(
-                        [
-                            velocity_r2(model.decode_behavior(torch.from_numpy(a)).numpy(), r.velocity)
-                            for a, r in zip(lat, data.test, strict=True)
-                        ]
-                    )
-                )
-        out.update(_pair_metrics(lat, data.test))
-        return out
+        return SeedOutcome(metrics={a: v for a, v in metrics.items() if v}, series=series, items=items)
 
     def make_figures(self, config: PNBACheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
         from icml25.core.plotting import arm_color, new_figure

@@ -12,10 +12,21 @@ situation with a centre-out reaching task in which the shared structure is true 
   ``φ = [s cos θ, s sin θ, ṡ cos θ, ṡ sin θ, p cos θ, p sin θ, s, 1]`` (``p`` a preparatory bump),
   passed through a shared slow rotation ``z_t = ρ R z_{t-1} + u_t``, scaled to unit variance, plus
   smooth per-trial noise (std 0.1);
-* subject ``s``: ``N_s`` neurons with readout rows ``c_n ~ N(0, I/8)``, log-baselines
-  ``N(log 5 Hz, 0.5)``, gains ``U(0.7, 1.3)``, a random neuron order; a second session rotates the
-  readout by ~0.1 rad and replaces 10 % of the neurons; rates ``exp(b + g c·z)`` clipped at 100 Hz and
-  Poisson counts in 25 ms bins.
+* cell types (``readout="prototypes"``, the default): ``n_cell_types`` prototype readout directions
+  ``p_k`` (unit norm) and type log-rates (evenly spaced in log between ``type_rates`` Hz) are drawn
+  once and shared by every subject, as cortical cell classes are shared across animals; a neuron of
+  type ``k`` (uniform over types) reads out ``c_n = p_k + readout_noise · ε`` (``ε ~ N(0, I/d)``) with
+  log-baseline ``log rate_k + N(0, 0.2)``. The readout distribution is the same anisotropic mixture
+  in every subject, so which latent directions a neuron carries is revealed (up to noise) by its
+  type's firing rate, and an order-invariant encoder can decode an unseen subject zero-shot;
+* ``readout="isotropic"`` (the earlier simulator): rows ``c_n ~ N(0, I/8)`` and log-baselines
+  ``N(log 5 Hz, 0.5)``; the readout distribution is rotation invariant, so a single trial of an
+  unseen subject reveals its latent only up to an unknown rotation and zero-shot decoding is capped
+  for every encoder that does not know the neurons' identities;
+* subject ``s``: ``N_s`` neurons with readouts as above, gains ``U(0.7, 1.3)``, a random neuron order;
+  a second session rotates the readout by ~0.1 rad and replaces 10 % of the neurons (new neurons
+  drawn from the same distribution); rates ``exp(b + g c·z)`` clipped at 100 Hz and Poisson counts in
+  25 ms bins.
 
 Held-out (validation and test) subjects all perform the *same* behaviour instances (``pair_id``), the
 analogue of repeated video clips in Sensorium 2023, so paired trials exist across subjects while no
@@ -28,6 +39,7 @@ Notation: ``T`` time bins, ``N`` neurons of one recording, ``K`` trials.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -66,6 +78,12 @@ class SyntheticPopulationConfig:
         drift_angle: readout rotation between sessions (radians).
         turnover: fraction of neurons replaced between sessions.
         shared_dynamics: one ``M`` for every subject (False: one per subject, the negative control).
+        readout: ``"prototypes"`` (cell types shared across subjects, anisotropic; default) or
+            ``"isotropic"`` (rows ``N(0, I/d)``, the earlier simulator, in which zero-shot decoding
+            is capped by an unknown rotation).
+        n_cell_types: prototype directions (``"prototypes"`` only).
+        readout_noise: std (relative to a unit prototype) of a neuron's deviation from its type.
+        type_rates: (lowest, highest) type firing rate in Hz; types are spaced evenly in log rate.
         seed: seed of the whole data set.
     """
 
@@ -82,6 +100,10 @@ class SyntheticPopulationConfig:
     drift_angle: float = 0.1
     turnover: float = 0.1
     shared_dynamics: bool = True
+    readout: Literal["prototypes", "isotropic"] = "prototypes"
+    n_cell_types: int = 8
+    readout_noise: float = 0.3
+    type_rates: tuple[float, float] = (5.0, 30.0)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -98,6 +120,17 @@ class SyntheticPopulationConfig:
             )
         if self.T < 8:
             raise ValueError(f"SyntheticPopulationConfig.T must be >= 8 bins, got {self.T}")
+        if self.readout not in ("prototypes", "isotropic"):
+            raise ValueError(
+                f"SyntheticPopulationConfig.readout must be 'prototypes' or 'isotropic', got {self.readout!r}"
+            )
+        check_fields(self, positive_int=("n_cell_types",), non_negative=("readout_noise",))
+        r_lo, r_hi = self.type_rates
+        if not (0 < r_lo <= r_hi <= 100):
+            raise ValueError(
+                f"SyntheticPopulationConfig.type_rates must be (lo, hi) Hz with 0 < lo <= hi <= 100, "
+                f"got {self.type_rates}"
+            )
         lo, hi = self.neurons
         if not (isinstance(lo, int) and isinstance(hi, int) and 3 <= lo <= hi):
             raise ValueError(
@@ -222,17 +255,35 @@ class _Dynamics:
         return (self._raw(phi) - self.mean) / self.std
 
 
-def _subject(rng: np.random.Generator, cfg: SyntheticPopulationConfig) -> dict[str, np.ndarray]:
+class _CellTypes:
+    """The readout distribution every subject shares: prototypes and type log-rates (or isotropic)."""
+
+    def __init__(self, rng: np.random.Generator, cfg: SyntheticPopulationConfig) -> None:
+        self.cfg = cfg
+        if cfg.readout == "prototypes":
+            p = rng.normal(size=(cfg.n_cell_types, cfg.latent_dim))
+            self.prototypes = p / np.linalg.norm(p, axis=1, keepdims=True)
+            lo, hi = np.log(cfg.type_rates[0]), np.log(cfg.type_rates[1])
+            self.log_rates = np.linspace(lo, hi, cfg.n_cell_types)
+
+    def draw(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Readout rows ``[n, d]`` and log-baselines ``[n]`` of ``n`` new neurons."""
+        cfg, d = self.cfg, self.cfg.latent_dim
+        if cfg.readout == "isotropic":
+            return rng.normal(size=(n, d)) / np.sqrt(d), rng.normal(np.log(5.0), 0.5, size=n)
+        k = rng.integers(0, cfg.n_cell_types, size=n)
+        C = self.prototypes[k] + cfg.readout_noise * rng.normal(size=(n, d)) / np.sqrt(d)
+        return C, self.log_rates[k] + rng.normal(0.0, 0.2, size=n)
+
+
+def _subject(rng: np.random.Generator, cfg: SyntheticPopulationConfig, types: _CellTypes) -> dict:
     n = int(rng.integers(cfg.neurons[0], cfg.neurons[1] + 1))
-    return {
-        "C": rng.normal(size=(n, cfg.latent_dim)) / np.sqrt(cfg.latent_dim),
-        "b": rng.normal(np.log(5.0), 0.5, size=n),
-        "g": rng.uniform(0.7, 1.3, size=n),
-    }
+    C, b = types.draw(rng, n)
+    return {"C": C, "b": b, "g": rng.uniform(0.7, 1.3, size=n)}
 
 
 def _next_session(
-    rng: np.random.Generator, sub: dict[str, np.ndarray], cfg: SyntheticPopulationConfig
+    rng: np.random.Generator, sub: dict[str, np.ndarray], cfg: SyntheticPopulationConfig, types: _CellTypes
 ) -> dict:
     """Readout drift (small rotation) and neuron turnover between sessions."""
     C = sub["C"] @ _rotation(rng, cfg.latent_dim, cfg.drift_angle).T
@@ -241,8 +292,7 @@ def _next_session(
     k = int(round(cfg.turnover * n))
     if k:
         new = rng.choice(n, size=k, replace=False)
-        C[new] = rng.normal(size=(k, cfg.latent_dim)) / np.sqrt(cfg.latent_dim)
-        b[new] = rng.normal(np.log(5.0), 0.5, size=k)
+        C[new], b[new] = types.draw(rng, k)
         g[new] = rng.uniform(0.7, 1.3, size=k)
     return {"C": C, "b": b, "g": g}
 
@@ -288,16 +338,17 @@ def make_multisubject_reaching(cfg: SyntheticPopulationConfig) -> MultiSubjectDa
     rng = np.random.default_rng(cfg.seed)
     rot = _rotation(rng, cfg.latent_dim, 0.3)
     shared = _Dynamics(rng, cfg.latent_dim, cfg.T, rot)
+    types = _CellTypes(rng, cfg)
 
     def dynamics() -> _Dynamics:
         return shared if cfg.shared_dynamics else _Dynamics(rng, cfg.latent_dim, cfg.T, rot)
 
     train: list[Recording] = []
     for s in range(cfg.n_train_subjects):
-        sub, dyn = _subject(rng, cfg), dynamics()
+        sub, dyn = _subject(rng, cfg, types), dynamics()
         for sess in range(cfg.sessions):
             if sess:
-                sub = _next_session(rng, sub, cfg)
+                sub = _next_session(rng, sub, cfg, types)
             beh = _behaviour(rng, cfg.trials_per_session, cfg.T)
             train.append(_record(rng, sub, dyn, beh, -np.ones(cfg.trials_per_session), cfg, s, sess))
     groups: list[list[Recording]] = []
@@ -306,7 +357,10 @@ def make_multisubject_reaching(cfg: SyntheticPopulationConfig) -> MultiSubjectDa
         beh = _behaviour(rng, cfg.heldout_trials, cfg.T)
         ids = np.arange(cfg.heldout_trials)
         groups.append(
-            [_record(rng, _subject(rng, cfg), dynamics(), beh, ids, cfg, first + i, 0) for i in range(count)]
+            [
+                _record(rng, _subject(rng, cfg, types), dynamics(), beh, ids, cfg, first + i, 0)
+                for i in range(count)
+            ]
         )
         first += count
     return MultiSubjectData(train=tuple(train), val=tuple(groups[0]), test=tuple(groups[1]), config=cfg)

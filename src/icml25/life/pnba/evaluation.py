@@ -8,7 +8,8 @@ https://arxiv.org/abs/2505.04331), plus the CCA "manual alignment" baseline.
   ``lv_statistics_activtiy.py``): Pearson R between flattened neural latents of two subjects' trials,
   *paired* (same behaviour instance) against all *unpaired* combinations; Cohen's d, one-sided
   Mann-Whitney U and Welch t-tests, plus cosine similarity and cross-subject trial identification.
-* :func:`velocity_r2`, :func:`effective_rank`: decoding quality and collapse diagnostics.
+* :func:`velocity_r2`, :func:`velocity_r2_items` (its per-trial contributions, for paired intervals),
+  :func:`effective_rank`: decoding quality and collapse diagnostics.
 * :func:`pca_cca_latents`: per-subject PCA latents aligned to a reference subject by CCA on
   condition-averaged activity (the Safaie et al. 2023 procedure the paper contrasts with). CCA needs
   paired samples; condition averages (8 directions x T bins) are the pairing, so this baseline uses
@@ -39,6 +40,7 @@ __all__ = [
     "encode_recording",
     "preservation_stats",
     "velocity_r2",
+    "velocity_r2_items",
     "effective_rank",
     "pca_cca_latents",
 ]
@@ -188,6 +190,22 @@ def velocity_r2(pred: np.ndarray, true: np.ndarray) -> float:
     ss_res = ((p - t) ** 2).sum(0)
     ss_tot = ((t - t.mean(0)) ** 2).sum(0)
     return float(np.mean(1 - ss_res / np.maximum(ss_tot, 1e-12)))
+
+
+def velocity_r2_items(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Per-trial contributions to :func:`velocity_r2`: ``[K]`` whose mean is exactly the R².
+
+    Trial ``i`` scores ``1 - K · mean_c(SSres_ic / SStot_c)`` with ``SStot_c`` the recording's total
+    sum of squares of component ``c``, a fixed scale for every predictor of the same targets, so
+    paired differences between two predictors are differences of R² contributions.
+    """
+    pred, true = np.asarray(pred, dtype=np.float64), np.asarray(true, dtype=np.float64)
+    if pred.shape != true.shape or pred.ndim != 3:
+        raise ValueError(f"pred and true must both be [K, dims, T], got {pred.shape} and {true.shape}")
+    K = len(true)
+    ss_res = ((pred - true) ** 2).sum(2)  # [K, dims]
+    ss_tot = ((true - true.mean((0, 2), keepdims=True)) ** 2).sum((0, 2))  # [dims]
+    return 1.0 - K * (ss_res / np.maximum(ss_tot, 1e-12)).mean(1)
 
 
 def effective_rank(latents: np.ndarray) -> float:

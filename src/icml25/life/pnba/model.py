@@ -54,7 +54,7 @@ __all__ = [
     "poisson_nll",
 ]
 
-Objective = Literal["pnba", "nogen", "contrastive"]
+Objective = Literal["pnba", "nogen", "contrastive", "supervised"]
 ProjectorMode = Literal["attention", "conv_maxpool"]
 
 
@@ -72,8 +72,10 @@ class PNBAConfig:
         channels: ``C``, per-neuron features of the projector.
         n_virtual: ``P``, virtual neurons (attention queries or max-pool bins).
         projector: ``"attention"`` (order invariant, ours) or ``"conv_maxpool"`` (official style).
-        objective: ``"pnba"`` (full), ``"nogen"`` (no generative constraints) or ``"contrastive"``
-            (deterministic means, InfoNCE only).
+        objective: ``"pnba"`` (full), ``"nogen"`` (no generative constraints), ``"contrastive"``
+            (deterministic means, InfoNCE only) or ``"supervised"`` (the oracle: the neural encoder's
+            mean regressed on behaviour through the behaviour decoder, squared error; not an
+            alignment method, it shows what the encoder can decode at all).
         logvar_min, logvar_max: soft bounds of the predicted log-variances (numerical safety).
         match_distance: ``"sum"`` (official) or ``"mean"`` over latent elements for ``d_ij`` in the
             matching loss; ``"mean"`` starts the logits near 0 instead of at minus hundreds.
@@ -103,9 +105,10 @@ class PNBAConfig:
             raise ValueError(
                 f"PNBAConfig.projector must be 'attention' or 'conv_maxpool', got {self.projector!r}"
             )
-        if self.objective not in ("pnba", "nogen", "contrastive"):
+        if self.objective not in ("pnba", "nogen", "contrastive", "supervised"):
             raise ValueError(
-                f"PNBAConfig.objective must be 'pnba', 'nogen' or 'contrastive', got {self.objective!r}"
+                "PNBAConfig.objective must be 'pnba', 'nogen', 'contrastive' or 'supervised', "
+                f"got {self.objective!r}"
             )
         if self.match_distance not in ("sum", "mean"):
             raise ValueError(
@@ -360,6 +363,7 @@ class PNBA(nn.Module):
         self.behavior_encoder = BehaviorEncoder(cfg)
         if cfg.objective == "pnba":
             self.neural_decoder = NeuralDecoder(cfg)
+        if self.has_decoder:
             self.behavior_decoder = _conv_stack(cfg.latent_dim, cfg.hidden, cfg.behavior_dim)
         self.a = nn.Parameter(torch.tensor(1.0))  # matching scale (official init 1)
         self.b = nn.Parameter(torch.tensor(0.0))  # matching offset (official init 0)
@@ -367,7 +371,7 @@ class PNBA(nn.Module):
 
     @property
     def has_decoder(self) -> bool:
-        return self.cfg.objective == "pnba"
+        return self.cfg.objective in ("pnba", "supervised")
 
     def _check_neural(self, spikes: Tensor, mask: Tensor | None) -> None:
         check_finite_tensor("spikes", spikes, ndim=3, floating=True)
@@ -393,7 +397,7 @@ class PNBA(nn.Module):
         return self.behavior_encoder(behavior)
 
     def decode_behavior(self, z: Tensor) -> Tensor:
-        """``g_ψᵈ``: latent ``[B, D, T]`` -> behaviour ``[B, behavior_dim, T]`` (full objective only)."""
+        """``g_ψᵈ``: latent ``[B, D, T]`` -> behaviour ``[B, behavior_dim, T]`` (full and supervised)."""
         if not self.has_decoder:
             raise ValueError(f"objective={self.cfg.objective!r} trains no behaviour decoder")
         check_finite_tensor("z", z, ndim=3, floating=True)
@@ -418,8 +422,12 @@ class PNBA(nn.Module):
         if recording.shape != (B,):
             raise ValueError(f"recording must have shape ({B},), got {tuple(recording.shape)}")
         mu_x, lv_x = self.neural_encoder(spikes, mask)
-        mu_y, lv_y = self.encode_behavior(behavior)
         obj = self.cfg.objective
+        if obj == "supervised":  # the oracle: regress behaviour from the neural mean
+            check_finite_tensor("behavior", behavior, ndim=3, floating=True)
+            loss = (self.behavior_decoder(mu_x) - behavior).pow(2).sum() / B
+            return PNBALoss(loss, {"se_x2y": float(loss.detach())})
+        mu_y, lv_y = self.encode_behavior(behavior)
         if obj == "contrastive":
             loss = info_nce(mu_x, mu_y, self.log_temperature) / B
             return PNBALoss(loss, {"infonce": float(loss.detach())})
