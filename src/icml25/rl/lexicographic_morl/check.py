@@ -25,7 +25,7 @@ the theoretical constant (c_beta ~ 1) makes every LAE tolerance exceed every gap
 c_beta is tuned, and it is tuned *before* any judged seed runs: on a calibration instance
 (``calibration_seed`` = 1000, never a judged seed; ``run_seed`` refuses it) every learner (LLRL,
 both LSVI-UCB baselines, lexicographic-greedy) runs K episodes at each c_beta of the same grid
-{0.00075, 0.0015, 0.003, 0.006} (x0.25 to x2 of the brief's 0.003), and each gets the value with
+{0.00075, 0.0015, 0.003, 0.006} (x0.25 to x2 of the earlier default 0.003), and each gets the value with
 the lowest validation worst-objective slope (``max_slope``, the quantity the criteria judge; ties:
 lower Reg^1 + Reg^2, then the smaller c_beta). The LLRL variants (lambda, misspecified) use LLRL's
 value. Only that one LLRL arm is judged: no per-seed choice among c_beta values. (Before issue 42
@@ -49,12 +49,12 @@ the objective-1 ties are real, so ignoring objective 2 costs regret that grows w
 
 Criteria (declared before the judged seeds ran; metric ``max_slope`` = the larger of the two log-log
 regret slopes, the worst objective's growth exponent; paired t intervals over seeds = instances).
-Smallest effect 0.15 in slope: the gap between the brief's falsifier (a slope above 0.85 is "not
+Smallest effect 0.15 in slope: the gap between our pre-declared falsifier (a slope above 0.85 is "not
 sublinear") and linear regret (1.0).
 
     headline  LLRL's max_slope below scalarised LSVI-UCB's (which is linear on objective 1)
               by a paired interval that excludes 0 (fails if it excludes -0.15)
-    LLRL's max_slope <= 0.85 (point estimate, the brief's falsifier of sublinearity)
+    LLRL's max_slope <= 0.85 (point estimate, our pre-declared falsifier of sublinearity)
     LLRL's max_slope below objective-1-only LSVI-UCB's and below lexicographic-greedy's (0.15)
     Reg^2 grows with the lambda given to LLRL: log Reg^2 at 4 lambda* above log Reg^2 at lambda*
               (smallest effect log 1.2: 20 % more regret; Theorem 1's factor Lambda^2 = 1 + lambda
@@ -105,9 +105,7 @@ REFERENCES = ("uniform",)
 TUNED = ("llrl", "lsvi_obj1", "lsvi_scalarised", "lex_greedy")
 #: smallest effect of interest on a log-log regret slope
 SLOPE_EFFECT = 0.15
-SLOPE_SOURCE = (
-    "declared: the gap between the brief's falsifier of sublinearity (slope 0.85) and linear regret (1.0)"
-)
+SLOPE_SOURCE = "declared: the gap between our falsifier of sublinearity (slope 0.85) and linear regret (1.0)"
 
 
 @dataclass(frozen=True)
