@@ -5,50 +5,67 @@ The paper's claim: latents of a neural encoder trained by probabilistic neural-b
 preserved across animals (paired trials of two unseen subjects are far more similar than unpaired ones)
 and decode behaviour zero-shot, unlike deterministic alignment, which needs manual (CCA) alignment.
 Here, on the simulated multi-subject reaching data of :mod:`icml25.life.pnba.data` (shared latent
-dynamics, no neuron correspondence), everything is measured on 3 *test* subjects never seen in training.
+dynamics, no neuron correspondence, neuron readouts drawn from cell types shared by every subject),
+everything is measured on 3 *test* subjects never seen in training.
 
 Arms (same data, same simulated subjects):
     pnba          full objective (matching + KLs + generative constraints), order-invariant encoder
     pnba_nogen    PNBA without the generative constraints (matching and KL terms only)
     contrastive   deterministic means and symmetric InfoNCE (CEBRA/CLIP-like), same encoders
-    cca           per-subject PCA latents aligned to a reference training subject by CCA on
-                  condition-averaged activity; uses the test subjects' condition labels, so it is a
-                  supervised reference, not zero-shot
     pnba_control  PNBA trained and tested on data whose latent dynamics differ per subject (negative
                   control: there is no shared structure to find)
+References (never baselines to beat):
+    oracle        the same neural encoder and behaviour decoder regressed directly on velocity
+                  (``objective="supervised"``), same steps and lr sweep: what the encoder, the data and
+                  the budget allow zero-shot (positive control)
+    untrained     the same architecture at its random initialisation, same ridge readout (floor)
+    cca           per-subject PCA latents aligned to a reference training subject by CCA on
+                  condition-averaged activity; uses the test subjects' condition labels, so it is a
+                  supervised ceiling, not zero-shot
 
-Equal effort: the three learned arms get the same steps, batch and the same learning-rate sweep
-(``lrs``); each keeps the rate with the best zero-shot ridge R² on 2 *validation* subjects (never the
-test subjects). The control reuses PNBA's chosen rate. Zero-shot decoding: ``r2_zero_shot`` is a ridge
+Equal effort: the four trained arms on the shared data get the same steps, batch and learning-rate sweep
+(``lrs``; small uses the single rate 3e-3 for every arm, an equal and untuned budget); with several rates
+each keeps the one with the best zero-shot ridge R² on 2 *validation* subjects (never the test
+subjects). The control reuses PNBA's chosen rate. Zero-shot decoding: ``r2_zero_shot`` is a ridge
 readout from the flattened neural latent to velocity, fitted on training subjects only (the same
-readout for every arm); ``r2_decoder`` is PNBA's own behaviour decoder applied to the neural latent.
+readout for every arm); ``r2_decoder`` is the model's own behaviour decoder applied to the neural
+latent (PNBA, the oracle, the control). Items for the paired intervals: the 100 behaviour instances
+shared by the test subjects; an item's score is its trial's contribution to the R² (residual over the
+fixed total sum of squares), averaged over the test subjects, so the item mean is the R².
 
-Criteria (declared before any small-scale number was seen; thresholds from the config):
-    preserved_gap          pnba: Cohen's d (paired vs unpaired Pearson R, test-subject pairs) >= 1
-    preserved_significant  pnba: one-sided Mann-Whitney log10 p <= -6 (weakest pair, worst seed)
-    zero_shot_decoding     pnba: decoder R² on test subjects >= 0.6
-    beats_contrastive      pnba r2_zero_shot > contrastive r2_zero_shot
-    beats_nogen            pnba r2_zero_shot > pnba_nogen r2_zero_shot
-    control_fails          pnba_control decoder R² < 0.75 x pnba decoder R²
+Gates (the claim is judged only when both pass):
+    oracle_decodes  oracle decoder R² on the test subjects >= 0.6, the level the claim asks of PNBA
+                    (our planned "zero-shot R² >= 0.6"): zero-shot decoding is possible here at all,
+                    with this encoder and this many steps
+    floor_is_low    untrained encoder + ridge R² <= 0.3 (our planned "not reproduced" level): zero-shot
+                    decoding is not trivial
 
-Deviations (ours): simulated data only (no monkey/mouse recordings offline); 20 bins of 50 ms and
-40-100 neurons per subject at small scale, 100 trials per training session; small 1-D conv encoders and
-an attention set-pooling projector instead of the official conv/max-pool over the neuron axis (which
-depends on neuron order); 300 AdamW steps instead of 400 epochs on 8 GPUs. The official summed
-distance is used in the matching loss (``match_distance="mean"`` exists; in 300-step pilots on one
-seed neither variant escaped a collapsed latent, see the README).
+Criteria (declared before any small-scale number of this design was seen; thresholds from the config):
+    beats_contrastive  headline, paired over seeds and behaviour instances: pnba r2_zero_shot -
+                       contrastive r2_zero_shot > 0, smallest effect 0.05 R² (declared; the paper
+                       reports no gap we could retrieve)
+    beats_nogen        the same against pnba_nogen
+    zero_shot_decoding pnba decoder R² on test subjects >= 0.6 (planned level)
+    preserved_gap      pnba Cohen's d (paired vs unpaired Pearson R, test-subject pairs) >= 1 (planned)
+    preserved_significant  one-sided Mann-Whitney log10 p <= -6 (weakest pair, worst seed; planned)
+    control_worse      pnba decoder R² - pnba_control decoder R² > 0, paired t over seeds (the control's
+                       test trials differ), smallest effect 0.1 R² (declared). The earlier
+                       ``control R² < 0.75 x pnba R²`` was ill-posed for a negative R².
 
-Outcome at small (3 seeds, recorded 2026-12-03, 168 s): not reproduced. PNBA's and PNBA-nogen's
-neural latents collapsed to nearly trial-invariant codes (trial-to-trial std ~1e-3, paired and unpaired
-R both ~0.9999; Cohen's d 0.21; decoder R² ~0; ridge R² 0.04), the contrastive model learned a weak
-shared code (ridge R² 0.22, d 0.56) and CCA with the test subjects' condition labels decodes well (R²
-0.95, d 1.45). Only ``beats_nogen`` holds, by a margin inside the noise; ``control_fails`` fails
-because PNBA's own decoder R² is already ~0. At this budget the official objective does not escape
-the collapse. A later fidelity review found every loss term equal to the official code (a test pins
-it) and, in single-seed pilots, that the collapse is a transient of the short budget: even direct
-velocity regression through our neural encoder decodes the test subjects at R² ~0 after 300 steps,
-and with 1200 steps at lr 3e-3 PNBA leaves the collapse but still does not beat the contrastive
-model and its own decoder stays near R² 0 (see the README).
+Deviations (ours): simulated data only (no monkey/mouse recordings offline); 20 bins and 40-100 neurons
+per subject at small scale, 100 trials per training session; small 1-D conv encoders and an attention
+set-pooling projector instead of the official conv/max-pool over the neuron axis (which depends on
+neuron order); 1200 AdamW steps instead of 400 epochs on 8 GPUs. The official summed distance is used
+in the matching loss.
+
+History. The first design (isotropic readouts ``c_n ~ N(0, I/8)``, 300 steps, lr sweep {1e-3, 3e-3})
+was "not reproduced" at small (2026-12-03): every latent had collapsed and every decoder R² was about
+0. Two causes, neither in the objective (a test pins it to the official code): with isotropic
+readouts a trial of an unseen subject reveals its latent only up to an unknown rotation, so zero-shot
+decoding was capped for every objective (the oracle regressed directly on velocity reached R² 0.22 at
+300 steps in a one-seed pilot, against 0.65 with cell-type readouts); and 300 steps left PNBA in the
+collapse its objective starts in (one-seed pilot with cell-type readouts at 1200 steps: PNBA ridge
+R² 0.70, decoder 0.50; oracle decoder 0.75). ``readout="isotropic"`` keeps the earlier simulator.
 """
 
 from __future__ import annotations
@@ -246,7 +263,7 @@ def _gates(cfg: PNBACheckConfig) -> tuple[Criterion, ...]:
             op="<=",
             threshold=cfg.max_floor_r2,
             description=(
-                "an untrained encoder with the same ridge readout stays at or below the brief's "
+                "an untrained encoder with the same ridge readout stays at or below our planned "
                 "'not reproduced' level (R² 0.3): zero-shot decoding is not trivial here"
             ),
         ),
