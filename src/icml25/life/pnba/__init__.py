@@ -10,10 +10,11 @@ distances) under generative constraints (both modalities reconstructed from the 
 across modalities). The neural encoder has no subject-specific input, so unseen subjects are encoded
 zero-shot; the paper finds such latents preserved across animals and decodable without alignment.
 
-Implements: the model, objective and its ablations (``model.py``; our neural projector is
-permutation invariant over neurons, the official conv/max-pool style is an option), a simulated
-multi-subject reaching data set (``data.py``), training, the preserved-representation statistics,
-decoding R² and the PCA+CCA baseline (``evaluation.py``), and the claim check (``check.py``).
+Implements: the model, objective, its ablations and a supervised oracle (``model.py``; our neural
+projector is permutation invariant over neurons, the official conv/max-pool style is an option), a
+simulated multi-subject reaching data set whose neurons come from cell types shared across subjects
+(``data.py``), training, the preserved-representation statistics, decoding R² and the PCA+CCA
+baseline (``evaluation.py``), and the claim check (``check.py``).
 
     from icml25.life.pnba import PNBA, PNBAConfig, SyntheticPopulationConfig, make_multisubject_reaching
     data = make_multisubject_reaching(SyntheticPopulationConfig(seed=0))

@@ -533,14 +533,15 @@ class PNBACheck(ClaimCheck[PNBACheckConfig]):
                 ax.bar(x, np.mean(vals), width=0.33, color=color, alpha=1.0 if j == 0 else 0.5)
                 ax.scatter([x] * len(vals), vals, color="k", s=8, zorder=3)
         ax.set_xticks(range(len(ARMS)), ARMS, rotation=20)
-        ax.set(ylabel="velocity R² on unseen subjects", title="solid: ridge readout, light: PNBA decoder")
+        ax.set(ylabel="velocity R² on unseen subjects", title="solid: ridge readout, light: own decoder")
         ax.axhline(0, color="k", lw=0.5)
         ctx.save_figure(
             fig,
             "decoding_r2",
             "Zero-shot velocity R² on the test subjects per arm (bars: mean, dots: seeds). Solid: ridge "
-            "readout fitted on training subjects' latents; light: PNBA's own behaviour decoder. cca is "
-            "aligned with the test subjects' condition labels (not zero-shot).",
+            "readout fitted on training subjects' latents; light: the model's own behaviour decoder "
+            "(pnba, oracle, control). cca is aligned with the test subjects' condition labels (not "
+            "zero-shot); untrained is the random-initialisation floor.",
         )
 
 
