@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -35,7 +36,16 @@ from icml25.robustness.continual_robust_training import (
     train_stage,
     union_accuracy,
 )
-from icml25.robustness.continual_robust_training.check import CHECK
+from icml25.robustness.continual_robust_training.check import (
+    CHECK,
+    CRT_ARMS,
+    REFERENCES,
+    SEQUENCE,
+    CRTCheckConfig,
+    _stage_items,
+    stage0_candidates,
+)
+from icml25.robustness.continual_robust_training.training import PassCounter
 
 torch.set_num_threads(1)
 
@@ -310,10 +320,108 @@ def test_bad_input_is_refused() -> None:
         StageConfig(epochs=0)
 
 
+@pytest.mark.parametrize("k", [3, 5, 10])
+def test_training_cost_in_pass_units(k, digits) -> None:
+    """k-step PGD training costs 3 (k + 1) forward-pass units per image (forward + backward = 3);
+    one-step ALR adds 10 (clean reference 1, ascent 3, both logits with backward 6), UR adds 6.
+    So the ALR/CRT ratio is 1.56 at the check's k = 5 and 1.30 at the paper's k = 10."""
+    xtr, ytr = digits[0][:64], digits[1][:64]
+    units = {}
+    for name, reg in (
+        ("crt", None),
+        ("alr", lambda tm: AdversarialLogitReg(tm)),
+        ("ur", lambda tm: UniformNoiseReg(1.0)),
+    ):
+        cfg = StageConfig(epochs=1, batch_size=32, steps=k, lam=0.5, procedure="single")
+        rec = train_stage(tiny_model(), xtr, ytr, [L2PGD(0.75)], cfg, reg=reg)
+        units[name] = rec["pass_units_per_image"]
+        assert rec["pass_units"] == units[name] * 64
+    assert units == {"crt": 3 * (k + 1), "alr": 3 * (k + 1) + 10, "ur": 3 * (k + 1) + 6}
+    if k == 10:
+        assert units["alr"] / units["crt"] == pytest.approx(43 / 33) and units["alr"] / units["crt"] < 1.4
+
+
+def test_pass_counter_counts_images_and_detaches() -> None:
+    model = tiny_model()
+    x = torch.rand(5, 1, 8, 8)
+    with PassCounter(model) as counter:
+        model(x).sum().backward()
+        with torch.no_grad():
+            model(x[:2])
+    assert (counter.grad_images, counter.nograd_images, counter.units) == (5, 2, 17)
+    model(x)  # the hook is gone after the block
+    assert counter.grad_images == 5
+    with pytest.raises(TypeError, match="model"):
+        PassCounter("not a model")  # type: ignore[arg-type]
+
+
+def test_every_crt_arm_gets_the_same_stage0_sweep() -> None:
+    cfg = CHECK.config("small")
+    assert cfg.lam_grid == (0.5, 0.1, 0.02) and cfg.lam_ft is None and not cfg.alr_clip_start
+    cands = stage0_candidates(cfg, 3)
+    assert set(cands) == set(CRT_ARMS)
+    assert {len(c) for c in cands.values()} == {len(cfg.lam_grid)}
+    assert [lam for lam, _ in cands["crt_alr"]] == list(cfg.lam_grid) == [lam for lam, _ in cands["crt_ur"]]
+    assert len({s for _, s in cands["crt"]}) == len(cfg.lam_grid)  # distinct data orders for plain CRT
+    assert all(lam == 0.0 for lam, _ in cands["crt"])
+    for bad in ((), (0.5, 0.5), (0.5, -0.1)):
+        with pytest.raises(ValueError, match="lam_grid"):
+            CRTCheckConfig(lam_grid=bad)
+
+
+def test_claim_follows_the_verdict_protocol() -> None:
+    """References, gates at small, a paired headline, a smallest effect on every arm-vs-arm criterion,
+    no every-seed rule and the time criterion in pass units at the paper's attack steps."""
+    cfg = CHECK.config("small")
+    claim = CHECK.claim_for(cfg)
+    assert set(claim.references) == set(REFERENCES) == {"standard", "no_adapt"}
+    gates = {g.name for g in claim.gates_at("small")}
+    assert gates == {"crt_beats_standard", "fine_tuning_adapts", "pgd_reaches_zero", "no_masking"}
+    head = claim.headline_criterion()
+    assert head.name == "union_seen_gain" and head.paired and head.smallest_effect == cfg.effect
+    small = {c.name: c for c in claim.criteria_at("small")}
+    assert "union_gain_every_seed" not in small
+    for c in small.values():
+        if c.other_arm is not None:
+            assert c.paired and c.effect_source
+    assert small["clean_cost"].comparison == "non_inferiority"
+    assert small["clean_cost"].smallest_effect == cfg.max_clean_drop
+    assert small["time_overhead"].metric == "cost_ratio" and cfg.paper_train_steps == 10
+
+
+def _fake_eval(correct: dict[str, list[int]]) -> dict:
+    masks = {k: torch.tensor(v, dtype=torch.bool) for k, v in correct.items()}
+    return {
+        "clean": float(masks["clean"].float().mean()),
+        "per_attack": {k: float(v.float().mean()) for k, v in masks.items() if k != "clean"},
+        "correct": masks,
+    }
+
+
+def test_stage_items_average_to_the_reported_metrics() -> None:
+    """The per-digit scores behind the paired criteria average to the stage metrics."""
+    gen = torch.Generator().manual_seed(0)
+    names = ("clean", *SEQUENCE, "affine")
+    evs = [
+        _fake_eval({n: (torch.rand(40, generator=gen) < 0.7).int().tolist() for n in names}) for _ in range(4)
+    ]
+    items = _stage_items(evs)
+    assert all(v.shape == (40,) for v in items.values())
+    ft = np.mean([union_accuracy(evs[t]["correct"], SEQUENCE[: t + 1]) for t in (1, 2, 3)])
+    assert items["ft_union_seen"].mean() == pytest.approx(ft)
+    unforeseen = np.mean([evs[0]["per_attack"][n] for n in (*SEQUENCE[1:], "affine")])
+    assert items["s0_unforeseen"].mean() == pytest.approx(unforeseen)
+    l2_drop = evs[0]["per_attack"]["l2"] - evs[3]["per_attack"]["l2"]
+    assert items["l2_drop"].mean() == pytest.approx(l2_drop)
+    assert items["final_clean"].mean() == pytest.approx(evs[3]["clean"])
+
+
 def test_tiny_check_passes_its_smoke_criteria() -> None:
     result = CHECK.run("tiny")
     assert all(c.passed for c in result.criteria), result.criteria
-    assert set(result.metrics) >= {"crt_alr", "crt", "crt_ur", "no_adapt", "scratch_max", "calibration"}
+    assert set(result.metrics) >= {"crt_alr", "crt", "crt_ur", "no_adapt", "scratch_max", "standard"}
+    ours = result.metrics["crt_alr"]
+    assert ours["cost_ratio"].mean == pytest.approx(22 / 12)  # 3 attack steps at tiny: (3*4 + 10) / 12
 
 
 def test_full_preset_constructs_and_runs_one_step() -> None:
@@ -324,7 +432,7 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
     xtr, ytr, _, _ = load_digits_tensors(0, n_train=cfg.batch_size + 50)
     x, y = xtr[: cfg.batch_size], ytr[: cfg.batch_size]
     stage = StageConfig(
-        epochs=1, lr=cfg.init_lr, batch_size=cfg.batch_size, steps=cfg.train_steps, lam=cfg.lam_inits[0]
+        epochs=1, lr=cfg.init_lr, batch_size=cfg.batch_size, steps=cfg.train_steps, lam=cfg.lam_grid[0]
     )
     rec = train_stage(model, x, y, [cfg.attacks()["l2"]], stage, reg=lambda tm: AdversarialLogitReg(tm))
     assert rec["steps"] == 1 and math.isfinite(rec["final_loss"])

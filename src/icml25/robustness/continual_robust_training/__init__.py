@@ -22,6 +22,7 @@ from .data import SmallCNN, load_digits_tensors
 from .regularizers import AdversarialLogitReg, UniformNoiseReg, logit_distance
 from .training import (
     AttackSampler,
+    PassCounter,
     StageConfig,
     average_accuracy,
     calibrate_eps,
@@ -38,6 +39,7 @@ __all__ = [
     "L2PGD",
     "LinfPGD",
     "NoAttack",
+    "PassCounter",
     "ReColor1D",
     "SmallCNN",
     "SpatialFlow",

@@ -43,11 +43,52 @@ __all__ = [
     "union_accuracy",
     "average_accuracy",
     "calibrate_eps",
+    "PassCounter",
 ]
 
 Procedure = Literal["single", "croce", "avg", "max", "random"]
 Regularizer = Callable[[nn.Module, Tensor, torch.Generator | None], Tensor]
 RegFactory = Callable[[ThreatModel], Regularizer]
+
+
+class PassCounter:
+    """Counts a model's forward passes in images, to measure training cost in pass units.
+
+    Used as a context manager around training; a forward hook adds the batch size of every call,
+    split by whether autograd was recording. ``units`` is the cost in forward-pass equivalents with
+    the usual rule that a backward pass costs two forwards: every recorded forward in our training
+    loop is backpropagated exactly once (attack steps, the training loss, the regulariser), and
+    ``no_grad`` forwards (the ALR's clean reference logits) are not. Unlike seconds it is the same
+    on every machine, so a cost ratio can be a criterion.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        _check_model(model)
+        self.model = model
+        self.grad_images = 0
+        self.nograd_images = 0
+        self._handle: Any = None
+
+    def _hook(self, module: nn.Module, inputs: Any, output: Any) -> None:
+        n = len(inputs[0]) if inputs and isinstance(inputs[0], Tensor) else 0
+        if torch.is_grad_enabled():
+            self.grad_images += n
+        else:
+            self.nograd_images += n
+
+    @property
+    def units(self) -> int:
+        """Forward-pass equivalents: ``no-grad images + 3 x recorded images`` (forward + backward)."""
+        return self.nograd_images + 3 * self.grad_images
+
+    def __enter__(self) -> PassCounter:
+        self._handle = self.model.register_forward_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
 
 
 class AttackSampler:
@@ -137,9 +178,10 @@ def train_stage(
 ) -> dict[str, Any]:
     """Train ``model`` in place for one stage on the known ``attacks`` (the newest last).
 
-    Returns ``{"seconds", "seconds_per_epoch", "steps", "final_loss", "reg_mean",
-    "sampler_accuracy"}``. With ``reg`` (a threat model -> regulariser factory, e.g.
-    ``AdversarialLogitReg``) and ``config.lam > 0`` the regulariser of each selected attack is added.
+    Returns ``{"seconds", "seconds_per_epoch", "pass_units", "pass_units_per_image", "steps",
+    "final_loss", "reg_mean", "sampler_accuracy", "diverged"}`` (pass units: :class:`PassCounter`).
+    With ``reg`` (a threat model -> regulariser factory, e.g. ``AdversarialLogitReg``) and
+    ``config.lam > 0`` the regulariser of each selected attack is added.
     """
     _check_model(model)
     check_images("x", x)
@@ -150,9 +192,11 @@ def train_stage(
     sampler = AttackSampler(len(attacks), config.procedure)
     regs = [reg(a) for a in attacks] if (reg is not None and config.lam > 0) else None
     reg_values: list[float] = []
+    images_seen = [0]
 
     def loss_fn(m: nn.Module, batch: tuple[Tensor, Tensor], gen: torch.Generator) -> Tensor:
         xb, yb = batch
+        images_seen[0] += len(xb)
         chosen = sampler.choose(gen)
         losses = []
         for i in chosen:
@@ -184,12 +228,15 @@ def train_stage(
         model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
     )
     start = time.perf_counter()
-    hist = fit(model, loss_fn, (x, y), fit_cfg, seed=seed, optimizer=opt)
+    with PassCounter(model) as counter:
+        hist = fit(model, loss_fn, (x, y), fit_cfg, seed=seed, optimizer=opt)
     seconds = time.perf_counter() - start
     model.eval()
     return {
         "seconds": seconds,
         "seconds_per_epoch": seconds / config.epochs,
+        "pass_units": counter.units,
+        "pass_units_per_image": counter.units / max(images_seen[0], 1),
         "steps": len(hist.steps),
         "final_loss": hist.train_loss[-1] if hist.train_loss else math.nan,
         "reg_mean": sum(reg_values) / len(reg_values) if reg_values else 0.0,
