@@ -74,7 +74,7 @@ def _rotation(seed: int, dtype=torch.float64) -> torch.Tensor:
 def test_records_and_collate(records) -> None:
     assert len(records) == len(SMILES)
     r = records[1]
-    assert r.input_coords.shape == (2, r.n_atoms, 3) and r.target_coords.shape == (r.n_atoms, 3)
+    assert r.input_coords.shape == (2, r.n_atoms, 3) and r.target_coords.shape == (2, r.n_atoms, 3)
     assert "H" in r.atoms  # hydrogens are explicit
     data = collate(records)
     n_max = max(x.n_atoms for x in records) + 2
@@ -87,6 +87,47 @@ def test_records_and_collate(records) -> None:
         assert centred.abs().max() < 1e-5  # centred on the atoms
     tokens, coords, target, mask = data.index(torch.tensor([0, 2]))
     assert tokens.shape[1] == max(records[0].n_atoms, records[2].n_atoms) + 2  # trimmed to the batch
+
+
+def test_target_is_the_mmff_minimum_reached_from_each_raw_input(records) -> None:
+    for r in records[:3]:
+        assert r.target_coords.shape == (r.n_inputs, r.n_atoms, 3)
+        for c in range(r.n_inputs):
+            preds, _ = mmff_refine([r], conformer=c)
+            assert np.allclose(preds[0], r.target(c), atol=1e-6)  # the target is MMFF from this very input
+            assert np.abs(r.input_coords[c] - r.target(c)).max() > 1e-3  # and differs from the raw input
+    data = collate(records)
+    assert data.target.shape == data.inputs.shape
+    _, x1, t1, m1 = data.index(torch.tensor([1]), torch.tensor([1]))
+    r = records[1]
+    assert np.allclose(t1[0][m1[0]].numpy(), r.target(1) - r.target(1).mean(0), atol=1e-5)
+    assert np.allclose(x1[0][m1[0]].numpy(), r.input_coords[1] - r.input_coords[1].mean(0), atol=1e-5)
+
+
+def test_lowest_mmff_mode_shares_one_target_and_modes_are_checked() -> None:
+    (r,) = build_conformer_dataset(
+        ["CCO"], k_target=3, n_inputs=2, input_mode="mmff_local", target_mode="lowest_mmff"
+    )
+    assert r.target_coords.shape == (r.n_atoms, 3)
+    assert np.array_equal(r.target(0), r.target(1)) and r.targets().shape == (2, r.n_atoms, 3)
+    with pytest.raises(ValueError, match="needs input_mode='raw'"):
+        build_conformer_dataset(["CCO"], input_mode="mmff_local")
+    with pytest.raises(ValueError, match="target_mode"):
+        build_conformer_dataset(["CCO"], target_mode="dft")
+    with pytest.raises(ValueError, match="input index"):
+        r.target(2)
+    with pytest.raises(ValueError, match="target_coords"):
+        ConformerRecord("CC", ("C", "C"), np.zeros((2, 2, 3)), np.zeros((3, 2, 3)))
+
+
+def test_cache_round_trip_keeps_per_input_targets(records, tmp_path) -> None:
+    from icml25.life.wgformer.check import _load, _save
+
+    _save(records, tmp_path / "d.npz")
+    back = _load(tmp_path / "d.npz")
+    for a, b in zip(records, back, strict=True):
+        assert a.smiles == b.smiles and a.atoms == b.atoms
+        assert np.array_equal(a.input_coords, b.input_coords) and np.array_equal(a.targets(), b.targets())
 
 
 def test_scaffold_split_is_a_partition_without_shared_scaffolds(records) -> None:
@@ -426,21 +467,21 @@ def test_loss_zero_at_target_up_to_rigid_motion_and_positive_otherwise(batch) ->
 
 def test_metrics_identity_and_known_values(records) -> None:
     r = records[1]
-    assert c_rmsd(r, r.target_coords) < 1e-6
+    assert c_rmsd(r, r.target(0)) < 1e-6 and c_rmsd(r, r.target(1), 1) < 1e-6
     rot = _rotation(5).numpy()
-    assert c_rmsd(r, r.target_coords @ rot.T + 3.0) < 1e-6  # alignment inside GetBestRMS
-    d = distance_errors([r.target_coords * 1.0], [r.target_coords])
+    assert c_rmsd(r, r.target(0) @ rot.T + 3.0) < 1e-6  # alignment inside GetBestRMS
+    d = distance_errors([r.target(0) * 1.0], [r.target(0)])
     assert d == {"d_mae": 0.0, "d_rmse": 0.0}
     two = np.array([[0.0, 0, 0], [1.0, 0, 0]])
     ref = np.array([[0.0, 0, 0], [2.0, 0, 0]])
     d = distance_errors([two], [ref])  # |1-2| twice over 4 entries
     assert d["d_mae"] == pytest.approx(0.5) and d["d_rmse"] == pytest.approx(np.sqrt(0.5))
     with pytest.raises(ValueError, match="pred"):
-        c_rmsd(r, r.target_coords[:-1])
+        c_rmsd(r, r.target(0)[:-1])
     with pytest.raises(ValueError, match="non-empty"):
         distance_errors([], [])
     preds, secs = mmff_refine(records[:2])
-    assert secs > 0 and preds[0].shape == records[0].target_coords.shape
+    assert secs > 0 and preds[0].shape == records[0].target(0).shape
 
 
 def test_training_lowers_the_loss(records, one_thread) -> None:
@@ -452,25 +493,54 @@ def test_training_lowers_the_loss(records, one_thread) -> None:
     after = validation_loss(model, data)
     assert after < before
     preds = predict(model, data)
-    assert [p.shape for p in preds] == [r.target_coords.shape for r in records]
+    assert [p.shape for p in preds] == [r.target(0).shape for r in records]
 
 
 # ---------------------------------------------------------------------------------------------- check config
 
 
-def test_check_criteria_follow_the_config() -> None:
-    from icml25.life.wgformer.check import CHECK
+def test_check_follows_the_protocol_and_the_config() -> None:
+    from icml25.life.wgformer.check import CHECK, CRMSD_EFFECT
 
     small = CHECK.config("small")
-    names = {c.name for c in CHECK.claim_for(small).criteria_at("small")}
-    assert {"beats_softmax_crmsd", "beats_egnn_crmsd", "improves_input"} <= names
-    only = CHECK.config("small", {"arms": ("wgformer", "egnn"), "improvement_factor": 0.5})
+    assert (small.input_mode, small.target_mode, small.steps) == ("raw", "mmff_from_input", 1000)
+    claim = CHECK.claim_for(small)
+    names = {c.name for c in claim.criteria_at("small")}
+    assert {"beats_softmax_crmsd", "beats_softmax_dmae", "beats_egnn_crmsd", "beats_egnn_dmae"} == names
+    assert claim.headline == "beats_softmax_crmsd" and claim.headline_criterion().paired
+    assert claim.headline_criterion().smallest_effect == CRMSD_EFFECT
+    assert all(c.paired for c in claim.criteria_at("small"))
+    assert set(claim.references) == {"identity", "mmff"} and claim.controls == ("mmff",)
+    gates = claim.gates_at("small")
+    assert {g.arm for g in gates} == {"wgformer", "softmax", "egnn"}
+    assert all(g.other_arm == "identity" and g.metric == "val_loss" and g.factor == 0.98 for g in gates)
+    only = CHECK.config("small", {"arms": ("wgformer", "egnn"), "gate_factor": 0.5})
     claim = CHECK.claim_for(only)
-    assert not any("softmax" in c.metric or c.other_arm == "softmax" for c in claim.criteria)
-    assert next(c for c in claim.criteria if c.name == "improves_input").factor == 0.5
+    assert not any(c.other_arm == "softmax" for c in claim.criteria)
+    assert {g.arm for g in claim.gates} == {"wgformer", "egnn"} and claim.gates[0].factor == 0.5
+    assert claim.headline_criterion().name == "beats_egnn_crmsd" and "softmax" not in claim.baselines
     with pytest.raises(ValueError, match="arms"):
         dataclasses.replace(small, arms=("softmax",))
     with pytest.raises(ValueError, match="lrs"):
         dataclasses.replace(small, lrs=())
+    with pytest.raises(ValueError, match="mmff_from_input"):
+        dataclasses.replace(small, input_mode="mmff_local")
     full = CHECK.config("full").model
     assert (full.layers, full.dim, full.heads) == (30, 512, 64)
+    assert (full.value_map, full.sinkhorn_detach) == ("official", True)
+
+
+def test_pooled_dmae_item_statistic_equals_eval_py(records) -> None:
+    from icml25.life.wgformer.check import _pooled_dmae, test_items
+
+    data = collate(records)
+    items = test_items(records, data, None)
+    assert items["c_rmsd"].shape == (len(records),) and items["d_mae"].shape == (len(records), 3)
+    pooled = [
+        distance_errors([r.input_coords[c] for r in records], [r.target(c) for r in records]) for c in (0, 1)
+    ]
+    # both conformers pooled together = the sums of eval.py over the two prediction sets
+    num = sum(p["d_mae"] * sum(r.n_atoms**2 for r in records) for p in pooled)
+    assert _pooled_dmae(items["d_mae"]) == pytest.approx(num / (2 * sum(r.n_atoms**2 for r in records)))
+    expected = np.mean([[c_rmsd(r, r.input_coords[c], c) for c in (0, 1)] for r in records], axis=1)
+    assert np.allclose(items["c_rmsd"], expected)

@@ -2,10 +2,16 @@
 
 The paper refines a cheap RDKit conformation into the DFT ground state (QM9, Molecule3D). Offline we
 build a stand-in from RDKit alone (Sec. 4 of the paper describes the real inputs: RDKit ETKDG +
-MMFF conformers): the *pseudo ground state* is the lowest-MMFF94-energy conformer among ``k_target``
-ETKDG embeddings, each MMFF-minimised; the *low-quality inputs* are ETKDG conformers from other seeds,
-either raw (``input_mode="raw"``) or each MMFF-minimised to its local minimum (``"mmff_local"``, which
-mirrors the paper's inputs: a local minimum instead of the global one). Molecules come from the NCI
+MMFF conformers). Two kinds of target (``target_mode``):
+
+* ``"mmff_from_input"``: the MMFF94 minimum reached from each input conformation itself. The inputs
+  are raw ETKDG conformers, so the target is a systematic correction of its own input (bond lengths,
+  angles, local relaxation), the kind of correction RDKit -> DFT mostly is, and learnable.
+* ``"lowest_mmff"``: one *pseudo ground state* per molecule, the lowest-MMFF94-energy conformer among
+  ``k_target`` ETKDG embeddings, each MMFF-minimised; the *low-quality inputs* are ETKDG conformers
+  from other seeds, raw (``input_mode="raw"``) or each MMFF-minimised to its local minimum
+  (``"mmff_local"``: a local minimum instead of the global one). Which local minimum is the lowest is
+  mostly a torsion choice that the input distances do not reveal. Molecules come from the NCI
 SMILES list shipped with RDKit (``RDConfig.RDDataDir/NCI/first_5K.smi``) or from a caller's list.
 
 Also here: the token vocabulary (``[CLS]``/``[SEP]`` around the atoms, as in the official Uni-Mol based
@@ -47,6 +53,7 @@ PAD, CLS, SEP, UNK = 0, 1, 2, 3
 ALLOWED_ELEMENTS = frozenset({"C", "N", "O", "F", "S", "Cl", "Br"})
 _INDEX = {s: i for i, s in enumerate(VOCAB)}
 INPUT_MODES = ("raw", "mmff_local")
+TARGET_MODES = ("mmff_from_input", "lowest_mmff")
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ class ConformerRecord:
         smiles: canonical SMILES; ``Chem.AddHs(Chem.MolFromSmiles(smiles))`` has the atom order used.
         atoms: element symbols, length ``n``.
         input_coords: ``[n_inputs, n, 3]`` low-quality input conformations (Å).
-        target_coords: ``[n, 3]`` the (pseudo) ground state (Å).
+        target_coords: ``[n, 3]`` one (pseudo) ground state for every input, or ``[n_inputs, n, 3]``
+            one target per input (Å); :meth:`target` gives input ``i``'s.
     """
 
     smiles: str
@@ -73,9 +81,11 @@ class ConformerRecord:
             raise ValueError(
                 f"ConformerRecord.input_coords must be [k>=1, {n}, 3], got {self.input_coords.shape}"
             )
-        if self.target_coords.shape != (n, 3):
+        k = self.input_coords.shape[0]
+        if self.target_coords.shape not in ((n, 3), (k, n, 3)):
             raise ValueError(
-                f"ConformerRecord.target_coords must be [{n}, 3], got {self.target_coords.shape}"
+                f"ConformerRecord.target_coords must be [{n}, 3] or [{k}, {n}, 3], "
+                f"got {self.target_coords.shape}"
             )
         if not (np.isfinite(self.input_coords).all() and np.isfinite(self.target_coords).all()):
             raise ValueError("ConformerRecord coordinates contain NaN or infinite values")
@@ -83,6 +93,22 @@ class ConformerRecord:
     @property
     def n_atoms(self) -> int:
         return len(self.atoms)
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.input_coords.shape[0])
+
+    def target(self, i: int = 0) -> np.ndarray:
+        """``[n, 3]`` target of input conformation ``i``."""
+        if not 0 <= i < self.n_inputs:
+            raise ValueError(f"input index must be in [0, {self.n_inputs}), got {i}")
+        return self.target_coords if self.target_coords.ndim == 2 else self.target_coords[i]
+
+    def targets(self) -> np.ndarray:
+        """``[n_inputs, n, 3]`` the target of every input (repeated when they share one)."""
+        if self.target_coords.ndim == 3:
+            return self.target_coords
+        return np.broadcast_to(self.target_coords, self.input_coords.shape).copy()
 
     def mol(self):  # type: ignore[no-untyped-def]  # rdkit has no type stubs
         """The RDKit molecule with explicit hydrogens (no conformer)."""
@@ -132,28 +158,59 @@ def _embed(mol, n: int, seed: int):  # type: ignore[no-untyped-def]
     return list(AllChem.EmbedMultipleConfs(mol, numConfs=n, params=params))  # type: ignore[attr-defined]
 
 
-def make_record(
-    smiles: str, *, k_target: int = 10, n_inputs: int = 4, input_mode: str = "mmff_local", seed: int = 0
-) -> ConformerRecord | None:
-    """Pseudo ground state and low-quality inputs of one molecule (``None`` if RDKit fails).
+def _check_modes(input_mode: str, target_mode: str) -> None:
+    if input_mode not in INPUT_MODES:
+        raise ValueError(f"input_mode must be one of {INPUT_MODES}, got {input_mode!r}")
+    if target_mode not in TARGET_MODES:
+        raise ValueError(f"target_mode must be one of {TARGET_MODES}, got {target_mode!r}")
+    if target_mode == "mmff_from_input" and input_mode != "raw":
+        raise ValueError(
+            "target_mode='mmff_from_input' needs input_mode='raw' (an MMFF-minimised input is its own target)"
+        )
 
-    Target: the lowest-MMFF94 energy of ``k_target`` ETKDG conformers (random seed ``seed``), each
-    minimised with MMFF (``maxIters=1000``). Inputs: ``n_inputs`` ETKDG conformers from seed
-    ``seed + 1000``, raw or MMFF-minimised (``input_mode``).
+
+def _positions(mol, ids) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return np.stack([np.asarray(mol.GetConformer(i).GetPositions(), dtype=np.float64) for i in ids])
+
+
+def make_record(
+    smiles: str,
+    *,
+    k_target: int = 10,
+    n_inputs: int = 4,
+    input_mode: str = "raw",
+    target_mode: str = "mmff_from_input",
+    seed: int = 0,
+) -> ConformerRecord | None:
+    """Low-quality inputs and their target(s) for one molecule (``None`` if RDKit fails).
+
+    Inputs: ``n_inputs`` ETKDG conformers from seed ``seed + 1000``, raw or MMFF-minimised
+    (``input_mode``). Target (``target_mode``): ``"mmff_from_input"``, each input's own MMFF94 minimum
+    (``maxIters=1000``; needs raw inputs); ``"lowest_mmff"``, the lowest-MMFF94 energy of ``k_target``
+    ETKDG conformers (seed ``seed``), each MMFF-minimised, shared by every input.
     """
     from rdkit import Chem
     from rdkit.Chem import AllChem
 
     check_positive("k_target", k_target, integer=True)
     check_positive("n_inputs", n_inputs, integer=True)
-    if input_mode not in INPUT_MODES:
-        raise ValueError(f"input_mode must be one of {INPUT_MODES}, got {input_mode!r}")
+    _check_modes(input_mode, target_mode)
     base = Chem.MolFromSmiles(smiles)
     if base is None:
         return None
     mol = Chem.AddHs(base)
     if not AllChem.MMFFHasAllMoleculeParams(mol):  # type: ignore[attr-defined]
         return None
+    atoms = tuple(a.GetSymbol() for a in mol.GetAtoms())
+    if target_mode == "mmff_from_input":
+        ids = _embed(mol, n_inputs, seed + 1000)
+        if len(ids) < n_inputs:
+            return None
+        raw = _positions(mol, ids)
+        res = AllChem.MMFFOptimizeMoleculeConfs(mol, numThreads=1, maxIters=1000)  # type: ignore[attr-defined]
+        if any(conv == -1 for conv, _ in res):
+            return None
+        return ConformerRecord(smiles, atoms, raw, _positions(mol, ids))
     ids = _embed(mol, k_target, seed)
     if not ids:
         return None
@@ -170,8 +227,7 @@ def make_record(
         return None
     if input_mode == "mmff_local":
         AllChem.MMFFOptimizeMoleculeConfs(inp, numThreads=1, maxIters=1000)  # type: ignore[attr-defined]
-    inputs = np.stack([np.asarray(inp.GetConformer(i).GetPositions(), dtype=np.float64) for i in in_ids])
-    atoms = tuple(a.GetSymbol() for a in mol.GetAtoms())
+    inputs = _positions(inp, in_ids)
     return ConformerRecord(smiles=smiles, atoms=atoms, input_coords=inputs, target_coords=target)
 
 
@@ -182,7 +238,8 @@ def build_conformer_dataset(
     max_heavy: int = 12,
     k_target: int = 10,
     n_inputs: int = 4,
-    input_mode: str = "mmff_local",
+    input_mode: str = "raw",
+    target_mode: str = "mmff_from_input",
     seed: int = 0,
 ) -> list[ConformerRecord]:
     """Records for ``smiles`` (default: the filtered NCI list, :func:`nci_smiles`).
@@ -191,14 +248,22 @@ def build_conformer_dataset(
         smiles: molecules to use; default the NCI SMILES with at most ``max_heavy`` heavy atoms.
         n_molecules: stop after this many successful records (default: all).
         max_heavy: heavy-atom cap of the default list.
-        k_target, n_inputs, input_mode, seed: see :func:`make_record`.
+        k_target, n_inputs, input_mode, target_mode, seed: see :func:`make_record`.
     """
     if n_molecules is not None:
         check_positive("n_molecules", n_molecules, integer=True)
+    _check_modes(input_mode, target_mode)
     pool = nci_smiles(max_heavy) if smiles is None else list(smiles)
     records: list[ConformerRecord] = []
     for smi in pool:
-        rec = make_record(smi, k_target=k_target, n_inputs=n_inputs, input_mode=input_mode, seed=seed)
+        rec = make_record(
+            smi,
+            k_target=k_target,
+            n_inputs=n_inputs,
+            input_mode=input_mode,
+            target_mode=target_mode,
+            seed=seed,
+        )
         if rec is not None:
             records.append(rec)
             if n_molecules is not None and len(records) >= n_molecules:
@@ -245,7 +310,7 @@ class ConformerTensors:
     Attributes:
         tokens: ``[N, L]`` long, :data:`VOCAB` indices (0 = pad).
         inputs: ``[N, k, L, 3]`` input conformations, centred on the atoms; special tokens and pads at 0.
-        target: ``[N, L, 3]`` target conformations, centred.
+        target: ``[N, k, L, 3]`` the target of each input conformation, centred.
         atom_mask: ``[N, L]`` bool, real atoms.
     """
 
@@ -266,7 +331,7 @@ class ConformerTensors:
         length = int((tok != PAD).sum(1).max())
         conf = torch.zeros(len(idx), dtype=torch.long) if conformer is None else conformer
         coords = self.inputs[idx, conf, :length]
-        return tok[:, :length], coords, self.target[idx, :length], self.atom_mask[idx, :length]
+        return tok[:, :length], coords, self.target[idx, conf, :length], self.atom_mask[idx, :length]
 
 
 def _centre(x: np.ndarray) -> np.ndarray:
@@ -284,7 +349,7 @@ def collate(records: Sequence[ConformerRecord], *, dtype: torch.dtype = torch.fl
     N = len(records)
     tokens = torch.zeros(N, n_max, dtype=torch.long)
     inputs = torch.zeros(N, k, n_max, 3, dtype=dtype)
-    target = torch.zeros(N, n_max, 3, dtype=dtype)
+    target = torch.zeros(N, k, n_max, 3, dtype=dtype)
     mask = torch.zeros(N, n_max, dtype=torch.bool)
     for i, r in enumerate(records):
         n = r.n_atoms
@@ -292,6 +357,6 @@ def collate(records: Sequence[ConformerRecord], *, dtype: torch.dtype = torch.fl
         tokens[i, 1 : n + 1] = torch.tensor([_INDEX.get(a, UNK) for a in r.atoms])
         tokens[i, n + 1] = SEP
         inputs[i, :, 1 : n + 1] = torch.as_tensor(_centre(r.input_coords), dtype=dtype)
-        target[i, 1 : n + 1] = torch.as_tensor(_centre(r.target_coords), dtype=dtype)
+        target[i, :, 1 : n + 1] = torch.as_tensor(_centre(r.targets()), dtype=dtype)
         mask[i, 1 : n + 1] = True
     return ConformerTensors(tokens=tokens, inputs=inputs, target=target, atom_mask=mask)

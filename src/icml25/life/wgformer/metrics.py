@@ -32,6 +32,7 @@ __all__ = [
     "distance_errors",
     "c_rmsd",
     "evaluate_predictions",
+    "per_molecule_errors",
     "mmff_refine",
 ]
 
@@ -132,8 +133,9 @@ def _with_conformer(mol, x: np.ndarray):  # type: ignore[no-untyped-def]
     return m
 
 
-def c_rmsd(record: ConformerRecord, pred: np.ndarray) -> float:
-    """Symmetry-aware heavy-atom RMSD (RDKit ``GetBestRMS`` after ``RemoveHs``) of ``pred`` to the target."""
+def c_rmsd(record: ConformerRecord, pred: np.ndarray, conformer: int = 0) -> float:
+    """Symmetry-aware heavy-atom RMSD (RDKit ``GetBestRMS`` after ``RemoveHs``) of ``pred`` to the target
+    of input ``conformer``."""
     from rdkit import Chem
     from rdkit.Chem import rdMolAlign
 
@@ -141,15 +143,33 @@ def c_rmsd(record: ConformerRecord, pred: np.ndarray) -> float:
         raise ValueError(f"pred must be a finite [{record.n_atoms}, 3] array, got {pred.shape}")
     mol = record.mol()
     prb = Chem.RemoveHs(_with_conformer(mol, pred))
-    ref = Chem.RemoveHs(_with_conformer(mol, record.target_coords))
+    ref = Chem.RemoveHs(_with_conformer(mol, record.target(conformer)))
     return float(rdMolAlign.GetBestRMS(prb, ref))
 
 
-def evaluate_predictions(records: Sequence[ConformerRecord], preds: Sequence[np.ndarray]) -> dict[str, float]:
-    """``{"d_mae", "d_rmse", "c_rmsd"}`` of ``preds`` (one ``[n, 3]`` array per record)."""
-    out = distance_errors(preds, [r.target_coords for r in records])
-    out["c_rmsd"] = float(np.mean([c_rmsd(r, p) for r, p in zip(records, preds, strict=True)]))
+def evaluate_predictions(
+    records: Sequence[ConformerRecord], preds: Sequence[np.ndarray], conformer: int = 0
+) -> dict[str, float]:
+    """``{"d_mae", "d_rmse", "c_rmsd"}`` of ``preds`` (one ``[n, 3]`` array per record) against the
+    targets of input ``conformer``."""
+    out = distance_errors(preds, [r.target(conformer) for r in records])
+    out["c_rmsd"] = float(np.mean([c_rmsd(r, p, conformer) for r, p in zip(records, preds, strict=True)]))
     return out
+
+
+def per_molecule_errors(
+    records: Sequence[ConformerRecord], preds: Sequence[np.ndarray], conformer: int = 0
+) -> dict[str, np.ndarray]:
+    """Per-molecule scores for paired comparisons: ``c_rmsd`` ``[N]`` and ``d_abs`` ``[N, 3]`` rows of
+    (Σ|D - D̂|, Σ(D - D̂)², n²), whose column sums give the pooled D-MAE and D-RMSE of ``eval.py``."""
+    rows = []
+    for r, p in zip(records, preds, strict=True):
+        t = r.target(conformer)
+        dp = np.linalg.norm(p[:, None] - p[None], axis=-1)
+        dt = np.linalg.norm(t[:, None] - t[None], axis=-1)
+        rows.append((float(np.abs(dp - dt).sum()), float(((dp - dt) ** 2).sum()), float(dp.size)))
+    crmsd = [c_rmsd(r, p, conformer) for r, p in zip(records, preds, strict=True)]
+    return {"c_rmsd": np.asarray(crmsd), "d_abs": np.asarray(rows)}
 
 
 def mmff_refine(
