@@ -24,8 +24,9 @@ best union (clean and l2) accuracy on a validation split (:func:`icml25.core.tun
 the regularised arms one per weight in ``lam_grid`` (0.5, 0.1, 0.02: of the paper's weights, 1
 collapsed the CNN on 8x8 digits and 0.5 cost 6.6 points of clean accuracy; eps_l2 is about 19 % of a
 digit's norm against about 1.7 % for CIFAR at the paper's eps), plain CRT one per data-order seed
-(it has no weight, so it gets the same number of validation-chosen restarts). Every arm then gets the same fine-tuning learning-rate
-sweep (``ft_lrs``), chosen on validation at stage 1 and reused later. Test points never choose.
+(it has no weight, so it gets the same number of validation-chosen restarts). Every arm then gets
+the same fine-tuning learning-rate sweep (``ft_lrs``), chosen on validation at stage 1 and reused
+later. Test points never choose.
 
 Gates (small scale; point conditions under which the accuracies can be read):
     crt_beats_standard   plain CRT's seen-union accuracy over fine-tuning exceeds the standard
