@@ -19,6 +19,7 @@ from icml25.rl.acac import (
     MacroMeeting,
     PaddedJointCritic,
     PopArt,
+    advantages,
     collect,
     compact,
     exploration_log_probs,
@@ -29,6 +30,7 @@ from icml25.rl.acac import (
     train_acac,
 )
 from icml25.rl.acac.check import CHECK
+from icml25.rl.acac.learner import Batch
 
 # ---------------------------------------------------------------- GAE
 
@@ -421,3 +423,73 @@ def test_box_pushing_go_to_waypoint_at_the_waypoint_snaps_north() -> None:
     env.pos[0], env.ori[0] = [2, 2], 2  # on BB-left's waypoint, facing south
     _, _, _, _, info = env.step({"agent_0": 2, "agent_1": 7})
     assert env.ori[0] == 0 and info["agent_0"]["mac_done"] and env.last_waypoint[0] == 2
+
+
+# ---------------------------------------------------------------- time-outs bootstrap
+
+
+class _ConstantCritic(torch.nn.Module):
+    """A critic whose (denormalised) value is ``c`` everywhere."""
+
+    def __init__(self, c: float) -> None:
+        super().__init__()
+        self.c = c
+        self.head = PopArt(1, enabled=False)
+
+    def forward(self, obs, starts, joint, t_index):
+        return torch.full(obs.shape[:2], self.c)
+
+
+def _two_episode_batch() -> Batch:
+    """Episode 0 runs 4 steps and is cut off by the time limit; episode 1 terminates after 3 steps.
+
+    Every agent decides at every step, so every joint step lasts one primitive step.
+    """
+    b, t, n, d = 2, 4, 2, 5
+    valid = torch.tensor([[True] * 4, [True, True, True, False]])
+    starts = valid[:, :, None].expand(b, t, n).clone()
+    rewards = torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 0.0, 5.0, 0.0]])
+    return Batch(
+        obs=torch.zeros(b, t, n, d),
+        starts=starts,
+        actions=torch.zeros(b, t, n, dtype=torch.long),
+        logp=torch.zeros(b, t, n),
+        rewards=rewards,
+        valid=valid,
+        returns=rewards.sum(1).numpy(),
+        terminated=torch.tensor([False, True]),
+        final_obs=torch.zeros(b, n, d),
+        final_starts=torch.ones(b, n, dtype=torch.bool),
+    )
+
+
+def test_time_out_bootstraps_and_termination_does_not() -> None:
+    cfg = ACACConfig(gamma=0.9, lam=0.5)
+    c = 7.0
+    _, adv, ret = advantages(cfg, _two_episode_batch(), _ConstantCritic(c))
+    r0, r1 = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 0.0, 5.0])
+    a0, _ = _standard_gae(r0, np.full(4, c), np.full(4, c), np.zeros(4), 0.9, 0.5)  # never done
+    a1, _ = _standard_gae(r1, np.full(3, c), np.full(3, c), np.array([0.0, 0.0, 1.0]), 0.9, 0.5)
+    np.testing.assert_allclose(adv[0].numpy(), a0, rtol=1e-6)
+    np.testing.assert_allclose(adv[1, :3].numpy(), a1, rtol=1e-6)
+    assert adv[0, -1].item() == pytest.approx(4.0 + 0.9 * c - c)  # R + gamma V(h_T) - V(h_{T-1})
+    assert adv[1, 2].item() == pytest.approx(5.0 - c)  # terminal: no bootstrap
+    # the flag restores "time-out = terminal"
+    _, adv_t, _ = advantages(
+        dataclasses.replace(cfg, bootstrap_truncation=False), _two_episode_batch(), _ConstantCritic(c)
+    )
+    assert adv_t[0, -1].item() == pytest.approx(4.0 - c)
+
+
+def test_collect_marks_time_outs_and_keeps_the_final_observation() -> None:
+    actors = [AgentGRUActor(5, 8, mlp=8, rnn=8, max_t=20) for _ in range(2)]
+    envs = [MacroBoxPushing(grid=4, horizon=3) for _ in range(4)]
+    batch = collect(
+        envs, actors, eps=1.0, greedy=False, generator=torch.Generator().manual_seed(0), seeds=[0, 1, 2, 3]
+    )
+    assert batch.terminated is not None and batch.final_obs is not None and batch.final_starts is not None
+    for e, env in enumerate(envs):
+        lens = int(batch.valid[e].sum())
+        assert bool(batch.terminated[e]) == (lens < 3 or env.big[1] == 3 or any(b[1] == 3 for b in env.small))
+        for i in range(env.n_agents):
+            np.testing.assert_array_equal(batch.final_obs[e, i].numpy(), env._obs[i])

@@ -28,7 +28,7 @@ Usage::
 
 from .envs import MacroActionEnv, MacroBoxPushing, MacroMeeting
 from .gae import JointSteps, compact, joint_step_gae, joint_steps, latest_index
-from .learner import CRITICS, ACACConfig, Batch, TrainResult, collect, make_critic, train_acac
+from .learner import CRITICS, ACACConfig, Batch, TrainResult, advantages, collect, make_critic, train_acac
 from .models import (
     AgentCentricCritic,
     AgentGRUActor,
@@ -43,6 +43,7 @@ __all__ = [
     "AgentCentricCritic",
     "AgentGRUActor",
     "Batch",
+    "advantages",
     "CRITICS",
     "JointSteps",
     "MacroActionEnv",

@@ -11,6 +11,11 @@ decision points, each with its own Adam optimiser, no entropy bonus, no gradient
 copy of the target critic every ``target_update_episodes`` episodes. Exploration mixes the policy
 with a uniform one, ``eps`` decaying linearly per episode. Evaluation is greedy (``eps = 0``).
 
+Time-outs are not terminal: an episode cut off at the horizon bootstraps its last joint step from
+the target critic's value of the agents' histories at the horizon, ``R_K + Gamma_K V(h_T)``, as the
+official learner bootstraps truncated episodes (``_get_gae`` uses ``terminate``, which only a box
+reaching the goal sets). ``bootstrap_truncation=False`` treats a time-out as terminal instead.
+
 The critic is the only thing that differs between arms: ``"acac"`` (agent-centric, ours),
 ``"duplicate"`` (agent-centric encoders on stale observations, the paper's ablation) and
 ``"padded"`` (one GRU over concatenated latest observations at every joint step, MAPPO-style).
@@ -31,10 +36,19 @@ from torch import Tensor, nn
 from icml25.core.validate import check_fields
 
 from .envs import MacroActionEnv
-from .gae import compact, joint_step_gae, joint_steps
+from .gae import JointSteps, compact, joint_step_gae, joint_steps
 from .models import AgentCentricCritic, AgentGRUActor, PaddedJointCritic, PopArt, exploration_log_probs
 
-__all__ = ["ACACConfig", "Batch", "CRITICS", "TrainResult", "collect", "make_critic", "train_acac"]
+__all__ = [
+    "ACACConfig",
+    "Batch",
+    "CRITICS",
+    "TrainResult",
+    "advantages",
+    "collect",
+    "make_critic",
+    "train_acac",
+]
 
 CriticKind = Literal["acac", "duplicate", "padded"]
 CRITICS: tuple[str, ...] = ("acac", "duplicate", "padded")
@@ -66,6 +80,7 @@ class ACACConfig:
     total_steps: int = 500_000
     eval_every: int = 5
     eval_episodes: int = 10
+    bootstrap_truncation: bool = True
 
     def __post_init__(self) -> None:
         check_fields(
@@ -99,6 +114,10 @@ class Batch:
     ``obs (b, t, n, d)`` latest macro-observations; ``starts (b, t, n)`` decision flags; ``actions``,
     ``logp (b, t, n)`` chosen macro-actions and their behaviour log-probabilities at decisions;
     ``rewards (b, t)`` team rewards; ``valid (b, t)`` the step happened; ``returns (b,)`` undiscounted.
+    ``terminated (b,)`` the episode ended in a terminal state (not by the time limit);
+    ``final_obs (b, n, d)`` and ``final_starts (b, n)`` the latest macro-observations and decision
+    flags after the last step (where a truncated episode bootstraps). The last two default to zeros
+    and the episode then counts as terminated.
     """
 
     obs: Tensor
@@ -108,6 +127,9 @@ class Batch:
     rewards: Tensor
     valid: Tensor
     returns: np.ndarray
+    terminated: Tensor | None = None
+    final_obs: Tensor | None = None
+    final_starts: Tensor | None = None
 
     @property
     def steps(self) -> int:
@@ -167,6 +189,7 @@ def collect(
     alive = np.ones(E, dtype=bool)
     h = [torch.zeros(1, E, a.rnn) for a in actors]
     totals = np.zeros(E)
+    terminated = torch.zeros(E, dtype=torch.bool)
     for t in range(T):
         if not alive.any():
             break
@@ -197,7 +220,8 @@ def collect(
                 dec[e, i] = bool(info[a]["mac_done"])
             if term[names[0]] or trunc[names[0]]:
                 alive[e] = False
-    return Batch(obs, starts, actions, logp, rewards, valid, totals)
+                terminated[e] = bool(term[names[0]])
+    return Batch(obs, starts, actions, logp, rewards, valid, totals, terminated, cur.clone(), dec.clone())
 
 
 def _eps_at(cfg: ACACConfig, episodes: int) -> float:
@@ -305,6 +329,58 @@ def train_acac(
     return result
 
 
+def _with_final_step(batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+    """Observations, decision flags and time indices with one more column: the state after each
+    episode's last step, placed right after it (the bootstrap point of a time-out)."""
+    b, t, n, d = batch.obs.shape
+    lens = batch.valid.sum(1)
+    rows = torch.arange(b)
+    obs = torch.cat([batch.obs, batch.obs.new_zeros(b, 1, n, d)], 1)
+    starts = torch.cat([batch.starts, torch.zeros(b, 1, n, dtype=torch.bool)], 1)
+    if batch.final_obs is not None and batch.final_starts is not None:
+        obs[rows, lens] = batch.final_obs
+        starts[rows, lens] = batch.final_starts
+    return obs, starts, torch.arange(t + 1).expand(b, t + 1)
+
+
+@torch.no_grad()
+def advantages(cfg: ACACConfig, batch: Batch, target: nn.Module) -> tuple[JointSteps, Tensor, Tensor]:
+    """The joint steps of ``batch`` and the modified GAE's advantages and returns ``(b, k)``.
+
+    Values come from ``target`` (denormalised by its PopArt head). The last joint step of an episode
+    that ended by the time limit bootstraps from the value of the histories after its last step,
+    unless ``cfg.bootstrap_truncation`` is False; a terminated episode does not bootstrap.
+    """
+    b, t = batch.valid.shape
+    js = joint_steps(batch.starts, batch.rewards, batch.valid, cfg.gamma)
+    lens = batch.valid.sum(1)
+    rows = torch.arange(b)
+    obs, starts, t_ext = _with_final_step(batch)
+    joint = torch.cat([js.is_joint, torch.zeros(b, 1, dtype=torch.bool)], 1)
+    joint[rows, lens] = True
+    v_all = target.head.denormalize(target(obs, starts, joint, t_ext))  # type: ignore[union-attr,operator]
+    v, _ = compact(v_all[:, :t], js.is_joint)
+    terminated = batch.terminated if batch.terminated is not None else torch.ones(b, dtype=torch.bool)
+    if not cfg.bootstrap_truncation:
+        terminated = torch.ones_like(terminated)
+    last = (js.mask.sum(1) - 1).clamp_min(0)
+    v_next = torch.cat([v[:, 1:], torch.zeros(b, 1)], 1)
+    v_next[rows, last] = torch.where(terminated, 0.0, v_all[rows, lens])
+    done = js.done & terminated[:, None]
+    adv, ret = joint_step_gae(
+        js.reward,
+        js.discount,
+        v,
+        v_next,
+        done,
+        cfg.lam,
+        micro=cfg.micro_gae,
+        durations=js.duration,
+        mask=js.mask,
+    )
+    return js, adv, ret
+
+
 def _update(
     cfg: ACACConfig,
     batch: Batch,
@@ -317,23 +393,9 @@ def _update(
     eps: float,
 ) -> float:
     b, t = batch.valid.shape
-    js = joint_steps(batch.starts, batch.rewards, batch.valid, cfg.gamma)
     t_index = torch.arange(t).expand(b, t)
+    js, adv, ret = advantages(cfg, batch, target)
     with torch.no_grad():
-        v_all = target.head.denormalize(_values(target, batch, js.is_joint, t_index))  # type: ignore[union-attr,operator]
-        v, _ = compact(v_all, js.is_joint)
-        v_next = torch.cat([v[:, 1:], torch.zeros(b, 1)], 1)
-        adv, ret = joint_step_gae(
-            js.reward,
-            js.discount,
-            v,
-            v_next,
-            js.done,
-            cfg.lam,
-            micro=cfg.micro_gae,
-            durations=js.duration,
-            mask=js.mask,
-        )
         head.update(ret[js.mask])  # type: ignore[operator]
         ret_norm = head.normalize(ret)  # type: ignore[operator]
         # Advantage of each primitive time that starts a joint step, for the agents deciding there.
