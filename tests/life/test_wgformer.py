@@ -503,7 +503,7 @@ def test_check_follows_the_protocol_and_the_config() -> None:
     from icml25.life.wgformer.check import CHECK, CRMSD_EFFECT
 
     small = CHECK.config("small")
-    assert (small.input_mode, small.target_mode, small.steps) == ("raw", "mmff_from_input", 1000)
+    assert (small.input_mode, small.target_mode, small.steps) == ("raw", "mmff_from_input", 600)
     claim = CHECK.claim_for(small)
     names = {c.name for c in claim.criteria_at("small")}
     assert {"beats_softmax_crmsd", "beats_softmax_dmae", "beats_egnn_crmsd", "beats_egnn_dmae"} == names
