@@ -544,3 +544,31 @@ def test_pooled_dmae_item_statistic_equals_eval_py(records) -> None:
     assert _pooled_dmae(items["d_mae"]) == pytest.approx(num / (2 * sum(r.n_atoms**2 for r in records)))
     expected = np.mean([[c_rmsd(r, r.input_coords[c], c) for c in (0, 1)] for r in records], axis=1)
     assert np.allclose(items["c_rmsd"], expected)
+
+
+def test_medium_preset_constructs_and_takes_one_step_here(records, one_thread) -> None:
+    from icml25.core.check import NeedsResource
+    from icml25.life.wgformer.check import CHECK, build_model, resolve_device
+
+    medium = CHECK.config("medium")
+    assert (medium.model.layers, medium.model.dim, medium.model.heads) == (6, 128, 16)
+    assert (
+        medium.device == "auto" and medium.n_molecules == 3000 and CHECK.claim_for(medium).gates_at("medium")
+    )
+    if not torch.cuda.is_available():
+        assert resolve_device(medium) == torch.device("cpu")
+        with pytest.raises(NeedsResource, match="gpu"):
+            resolve_device(dataclasses.replace(medium, device="cuda"))
+    with pytest.raises(ValueError, match="device"):
+        dataclasses.replace(medium, device="tpu")
+    data = collate([records[0], records[3]])
+    for arm in ("wgformer", "egnn"):
+        model = build_model(medium, arm, 0)
+        hist = train_model(
+            model, data, dataclasses.replace(medium.fit_config(1e-3), steps=1, batch_size=2), seed=0
+        )
+        assert len(hist.train_loss) == 1 and np.isfinite(hist.train_loss[0])
+        assert [p.shape for p in predict(model, data)] == [
+            records[0].target(0).shape,
+            records[3].target(0).shape,
+        ]

@@ -41,6 +41,9 @@ best competitor (7 %, Molecule3D random C-RMSD 0.713 -> 0.664 over GTMGC).
 Learning rate: every learned arm trains once per lr of ``lrs`` at ``sweep_seed`` and keeps the lr with
 the lowest validation loss (keep-best on the validation split as well); the other seeds reuse it.
 
+``medium`` (one GPU, about 30 minutes; ``device="auto"``): 3000 molecules <= 12 heavy atoms, the
+brief's WGFormer-small (6 x 128, 16 heads) and its softmax twin, EGNN 4 x 128, 6000 steps of batch 32.
+
 Deviations from the paper, forced by a few minutes on 2 CPU cores: MMFF targets instead of DFT, a few
 hundred small molecules, 3-layer d = 32 models (paper: 30 x 512, 64 heads), 600 AdamW steps with
 warm-up + cosine (about 21 passes over the molecules; paper: Adam, polynomial decay, 500 epochs), EGNN
@@ -65,7 +68,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
+from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
@@ -124,6 +127,7 @@ class WGFormerCheckConfig:
     sweep_seed: int = 0
     arms: tuple[str, ...] = ("wgformer", "softmax", "egnn")
     gate_factor: float = 0.98
+    device: str = "cpu"
     cache: bool = True
 
     def __post_init__(self) -> None:
@@ -146,6 +150,10 @@ class WGFormerCheckConfig:
             raise ValueError(
                 f"WGFormerCheckConfig: input_mode must be one of {INPUT_MODES} and target_mode one of "
                 f"{TARGET_MODES}, got {self.input_mode!r}, {self.target_mode!r}"
+            )
+        if self.device not in ("cpu", "cuda", "auto"):
+            raise ValueError(
+                f"WGFormerCheckConfig.device must be 'cpu', 'cuda' or 'auto', got {self.device!r}"
             )
         if self.target_mode == "mmff_from_input" and self.input_mode != "raw":
             raise ValueError("WGFormerCheckConfig: target_mode='mmff_from_input' needs input_mode='raw'")
@@ -247,12 +255,23 @@ class InputConformer(nn.Module):
         return WGFormerOutput(coords=x, distances=pairwise_distances(x))
 
 
+def resolve_device(config: WGFormerCheckConfig) -> torch.device:
+    """``config.device`` as a torch device (``"auto"``: CUDA when present); a missing GPU is a resource."""
+    if config.device == "cpu" or (config.device == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise NeedsResource("gpu", "WGFormerCheckConfig.device='cuda' but torch sees no CUDA device")
+    return torch.device("cuda")
+
+
 def build_model(config: WGFormerCheckConfig, arm: str, seed: int) -> nn.Module:
-    """The learned ``arm``, initialised from ``seed``."""
+    """The learned ``arm``, initialised from ``seed`` (on CPU), on the config's device."""
     torch.manual_seed(seed)
     if arm == "egnn":
-        return EGNN(config.egnn)
-    return WGFormer(dataclasses.replace(config.model, attention=_KIND[arm]))  # type: ignore[arg-type]
+        model: nn.Module = EGNN(config.egnn)
+    else:
+        model = WGFormer(dataclasses.replace(config.model, attention=_KIND[arm]))  # type: ignore[arg-type]
+    return model.to(resolve_device(config))
 
 
 @dataclass
@@ -349,15 +368,16 @@ def smoke_measures(model: nn.Module, data: ConformerTensors, seed: int) -> dict[
     """SE(3) equivariance error (float32) and Sinkhorn row/column errors on real logits."""
     gen = torch.Generator().manual_seed(seed)
     idx = torch.arange(min(4, len(data)))
-    tokens, x, _, mask = data.index(idx)
-    rot = _random_rotation(gen).float()
-    shift = torch.randn(1, 1, 3, generator=gen) * 5.0
+    dev = next(model.parameters()).device
+    tokens, x, _, mask = (t.to(dev) for t in data.index(idx))
+    rot = _random_rotation(gen).float().to(dev)
+    shift = (torch.randn(1, 1, 3, generator=gen) * 5.0).to(dev)
     model.eval()
     y = model(tokens, x, mask).coords
     y2 = model(tokens, x @ rot.T + shift, mask).coords
     atom = mask.unsqueeze(-1)
     err = float(((y @ rot.T + shift - y2) * atom).abs().max())
-    valid = tokens != 0
+    valid = (tokens != 0).cpu()
     logits = torch.randn(len(idx), 2, tokens.shape[1], tokens.shape[1], generator=gen)
     p = sinkhorn(logits, valid, n_iter=3)
     row = float((p.sum(-1) - valid[:, None].float()).abs().max())
@@ -487,6 +507,19 @@ class WGFormerCheck(ClaimCheck[WGFormerCheckConfig]):
             evals=1,
         ),
         "small": WGFormerCheckConfig(),
+        # one GPU, about 30 minutes: the brief's WGFormer-small (6 x 128, 16 heads) on ~3000 molecules
+        "medium": WGFormerCheckConfig(
+            max_heavy=12,
+            n_molecules=3000,
+            split=(0.8, 0.1, 0.1),
+            model=WGFormerConfig(dim=128, layers=6, heads=16, ffn=512, n_gauss=64, dropout=0.1),
+            egnn=EGNNConfig(hidden=128, layers=4),
+            steps=6000,
+            batch_size=32,
+            lrs=(3e-4, 1e-3),
+            evals=20,
+            device="auto",
+        ),
         "full": WGFormerCheckConfig(
             max_heavy=20,
             n_molecules=3000,
@@ -498,9 +531,10 @@ class WGFormerCheck(ClaimCheck[WGFormerCheckConfig]):
             batch_size=32,
             lrs=(2e-5, 1e-4),
             evals=50,
+            device="auto",
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "full": 3}
+    default_seeds = {"tiny": 1, "small": 3, "medium": 3, "full": 3}
     item_statistics = {"d_mae": _pooled_dmae}
 
     def claim_for(self, config: WGFormerCheckConfig) -> Claim:

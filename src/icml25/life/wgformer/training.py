@@ -24,6 +24,14 @@ from .metrics import conformer_loss
 __all__ = ["train_model", "predict", "validation_loss"]
 
 
+def _on(model: nn.Module, *tensors: Tensor) -> tuple[Tensor, ...]:
+    """``tensors`` moved to the device of ``model``'s parameters (no copy when already there)."""
+    param = next(model.parameters(), None)
+    if param is None:  # a parameter-free model (the identity reference) runs where the data are
+        return tensors
+    return tuple(t.to(param.device) for t in tensors)
+
+
 @dataclass(frozen=True)
 class _Loss:
     data: ConformerTensors
@@ -33,7 +41,7 @@ class _Loss:
     def __call__(self, model: nn.Module, idx: Tensor, gen: torch.Generator) -> Tensor:
         k = self.data.inputs.shape[1]
         conf = torch.randint(k, (len(idx),), generator=gen)
-        tokens, coords, target, mask = self.data.index(idx, conf)
+        tokens, coords, target, mask = _on(model, *self.data.index(idx, conf))
         out = model(tokens, coords, mask)
         return conformer_loss(
             out.coords, out.distances, target, mask, w_dist=self.w_dist, w_coord=self.w_coord
@@ -54,7 +62,7 @@ def validation_loss(
     total = 0.0
     for s in range(0, len(data), batch_size):
         idx = torch.arange(s, min(s + batch_size, len(data)))
-        tokens, coords, target, mask = data.index(idx)
+        tokens, coords, target, mask = _on(model, *data.index(idx))
         out = model(tokens, coords, mask)
         total += float(
             conformer_loss(out.coords, out.distances, target, mask, w_dist=w_dist, w_coord=w_coord)
@@ -101,8 +109,8 @@ def predict(
     for s in range(0, len(data), batch_size):
         idx = torch.arange(s, min(s + batch_size, len(data)))
         conf = torch.full((len(idx),), conformer, dtype=torch.long)
-        tokens, coords, _, mask = data.index(idx, conf)
+        tokens, coords, _, mask = _on(model, *data.index(idx, conf))
         pred = model(tokens, coords, mask).coords
         for i in range(len(idx)):
-            out.append(pred[i][mask[i]].double().numpy())
+            out.append(pred[i][mask[i]].double().cpu().numpy())
     return out
