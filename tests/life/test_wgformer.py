@@ -284,6 +284,9 @@ def test_value_map_flag_official_and_paper_orientations() -> None:
         assert torch.allclose(out, ref, atol=1e-12), vm
         assert torch.allclose(attn, p)  # the value map does not touch the attention
     assert (outs["official"](x, bias, mask)[0] - outs["paper"](x, bias, mask)[0]).abs().max() > 1e-3
+    default = SinkhornAttention(8, 2, kind="sinkhorn").double()
+    default.load_state_dict(outs["official"].state_dict())
+    assert torch.equal(default(x, bias, mask)[0], outs["official"](x, bias, mask)[0])  # default = official
     assert WGFormerConfig().value_map == "official" and WGFormerConfig().sinkhorn_detach
     with pytest.raises(ValueError, match="value_map"):
         WGFormerConfig(value_map="text")  # type: ignore[arg-type]
