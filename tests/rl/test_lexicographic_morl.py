@@ -431,6 +431,8 @@ def test_claim_judges_one_arm_with_references_gates_and_paired_intervals() -> No
         assert c.other_arm is None or (c.smallest_effect is not None and c.effect_source)
         assert "best_sweep" not in c.metric
     assert any(c.arm == "llrl_misspec" for c in claim.criteria_at("small"))
+    assert not {"llrl_m3", "lsvi_obj1_m3"} & set(claim.arms)  # not run at small, so not declared
+    assert {"llrl_m3", "lsvi_obj1_m3"} <= set(CHECK.claim_for(CHECK.config("full")).arms)
     assert CHECK.config("small").c_beta is None  # calibrated, never the judged seeds' best
     assert CHECK.config("small").calibration_seed not in range(CHECK.default_seeds["small"])
 
