@@ -520,6 +520,9 @@ class LexicographicMORLCheck(ClaimCheck[LexConfig]):
                     continue
                 ks = outcomes[0].series[arm]["episodes"]
                 curves = [np.asarray(o.series[arm]["regret"])[obj] for o in outcomes]
+                if arm in REFERENCES:  # the floor: grey and dashed, never mistaken for a baseline
+                    plot_band(ax, ks, curves, label=f"{arm} (reference)", color="grey", linestyle="--")
+                    continue
                 plot_band(ax, ks, curves, label=arm, color=arm_color(arm, OURS, (*BASELINES, *M3_ARMS)))
             ax.set(xscale="log", xlabel="episode k", ylabel=f"Reg^{obj + 1}(k) (symlog)", title=title)
             ax.set_yscale("symlog", linthresh=10.0)  # log-log slopes, with room for negative regret
