@@ -32,6 +32,7 @@ from icml25.generative.pisa import (
     pisabench_metrics,
     rectified_flow_loss,
     scaled_l2,
+    score_videos,
     simulate_drop,
     soft_iou,
     static_copy,
@@ -319,3 +320,26 @@ def test_presets_and_full_scale_one_step() -> None:
         model, video, masks, SegReward(seg), StageConfig(steps=1, batch_size=2, lr=1e-5), sample_steps=2
     )
     assert len(hist.train_loss) == 1 and math.isfinite(hist.train_loss[0])
+
+
+def test_score_videos_gives_per_video_items_that_average_to_the_metrics() -> None:
+    """Issue 41: the ORO criteria pair arms per test video, so scoring returns one value per video."""
+    clips = DropSimulator(CFG).sample(5, "seen", seed=3)
+    torch.manual_seed(0)
+    seg = TinySeg((8, 8)).requires_grad_(False)
+    m, s = score_videos(seg, as_tensor(clips.video), clips)
+    for key, item in (("iou", "iou_items"), ("iou_thr", "iou_thr_items"), ("l2", "l2_items")):
+        assert s[item].shape == (5,)
+        assert np.nanmean(s[item]) == pytest.approx(m[key])
+    np.testing.assert_allclose(s["iou_thr_items"], 1.0, atol=1e-2)  # clean renders: threshold = truth
+
+
+def test_oro_headline_is_paired_against_equal_budget_psft_on_the_threshold_segmenter() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    head = claim.headline_criterion()
+    assert (head.arm, head.other_arm, head.metric) == ("sft_oro", "sft_cont", "iou_thr_seen")
+    assert head.smallest_effect == CHECK.config("small").min_effect_iou
+    assert claim.references == ("static",)
+    gates = {g.name for g in claim.gates_at("small")}
+    assert gates == {"segmenter_works", "base_no_gravity", "sft_beats_static"}
+    assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)

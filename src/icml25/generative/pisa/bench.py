@@ -60,7 +60,9 @@ def score_videos(
     (median relative gravity error over videos with >= 3 pre-impact frames), ``g_hat`` (their median)
     ``l2_thr`` / ``iou_thr`` (the same with :func:`threshold_masks` instead of the learned segmenter) and
     ``empty_frac`` (share of generated frames whose mask is empty); series holds the predicted and
-    true centroid rows of the first ``keep`` videos.
+    true centroid rows of the first ``keep`` videos and, per video (same order as ``clips``),
+    ``iou_items`` / ``iou_thr_items`` / ``l2_items`` (NaN where a video's metric is undefined), the
+    items a paired comparison of two generators on the same clips and noise uses.
     """
     check_finite_tensor("videos", videos, ndim=4, floating=True)
     if tuple(videos.shape) != clips.video.shape:
@@ -103,4 +105,9 @@ def score_videos(
             (pd_masks[:, 1:].reshape(len(clips), videos.shape[1] - 1, -1).sum(-1) == 0).mean()
         ),
     }
-    return metrics, {"pred_y": traj_pd, "true_y": traj_gt}
+    per_video = {
+        "iou_items": np.asarray([r["iou"] for r in rows], dtype=np.float64),
+        "iou_thr_items": np.asarray([r["iou"] for r in thr_rows], dtype=np.float64),
+        "l2_items": np.asarray([r["l2"] for r in rows], dtype=np.float64),
+    }
+    return metrics, {"pred_y": traj_pd, "true_y": traj_gt, **per_video}
