@@ -768,7 +768,9 @@ def test_medium_preset_judges_two_latents_at_the_papers_n(tmp_path: Path) -> Non
     assert claim.headline.startswith("proxy_noedge_l2/") and claim.headline.endswith("/beats_cross_moment")
     assert claim.gates_at("medium")
     assert not [c for c in CHECK.claim_for(CHECK.config("small")).criteria_at("small") if "_l2/" in c.name]
-    short = dataclasses.replace(medium, sample_sizes=(300, 3000), large_n=6000, replicates=1, noises=("gamma",))
+    short = dataclasses.replace(
+        medium, sample_sizes=(300, 3000), large_n=6000, replicates=1, noises=("gamma",)
+    )
     ctx = RunContext(slug=CHECK.slug, scale="medium", run_dir=tmp_path, reporter=NullReporter())
     out = CHECK.run_seed(short, 0, ctx)
     for setting in medium.settings:
