@@ -66,6 +66,14 @@ decoding was capped for every objective (the oracle regressed directly on veloci
 300 steps in a one-seed pilot, against 0.65 with cell-type readouts); and 300 steps left PNBA in the
 collapse its objective starts in (one-seed pilot with cell-type readouts at 1200 steps: PNBA ridge
 R² 0.70, decoder 0.50; oracle decoder 0.75). ``readout="isotropic"`` keeps the earlier simulator.
+
+Outcome of this design at small (3 seeds, 2026-12-05, before the coordinator's timed run): not
+reproduced, resolved. Both gates pass (oracle decoder R² 0.84; untrained floor 0.01). Headline fails:
+PNBA's zero-shot ridge R² 0.811 against the contrastive model's 0.812, paired difference -0.0004 with
+95 % CI [-0.021, +0.027], which excludes the smallest effect 0.05. Every supporting criterion holds:
+PNBA beats PNBA-nogen (whose latents collapse, R² 0.00; CI [+0.69, +0.92]), decoder R² 0.67 >= 0.6,
+Cohen's d 1.07 >= 1, Mann-Whitney log10 p <= -24, and the negative control decodes at R² -0.03
+(difference CI [+0.22, +1.19]). One seed costs about 100 s of CPU time (single thread).
 """
 
 from __future__ import annotations
