@@ -338,6 +338,9 @@ def test_tiny_check_is_deterministic() -> None:
     assert all(c.passed for c in a.criteria), a.criteria
     b = CHECK.run("tiny")
     assert a.metrics["acac"]["bp/auc"].values == b.metrics["acac"]["bp/auc"].values
+    assert a.metrics["scripted"]["bp/final_return"].values[0] >= 250.0
+    assert a.metrics["uniform"]["bp/final_return"].values == b.metrics["uniform"]["bp/final_return"].values
+    assert set(a.metrics) == {"acac", "padded", "duplicate", "uniform", "untrained", "scripted"}
 
 
 # ---------------------------------------------------------------- BoxPushing = the official rules
@@ -493,3 +496,27 @@ def test_collect_marks_time_outs_and_keeps_the_final_observation() -> None:
         assert bool(batch.terminated[e]) == (lens < 3 or env.big[1] == 3 or any(b[1] == 3 for b in env.small))
         for i in range(env.n_agents):
             np.testing.assert_array_equal(batch.final_obs[e, i].numpy(), env._obs[i])
+
+
+# ---------------------------------------------------------------- the check's references and protocol
+
+
+def test_references_scripted_solves_and_uniform_is_a_floor() -> None:
+    from icml25.rl.acac.check import scripted_return, uniform_return
+
+    env = MacroBoxPushing()
+    assert scripted_return(env) == pytest.approx(300 - 0.1 * 6)  # walk 4-5 steps, push 2 rows
+    floor = uniform_return(MacroBoxPushing(), 16, seed=3)
+    assert floor == uniform_return(MacroBoxPushing(), 16, seed=3)  # seeded
+    assert -100.0 < floor < 50.0
+
+
+def test_check_declares_references_gates_and_a_paired_headline() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"uniform", "untrained", "scripted"} and claim.controls == ("scripted",)
+    assert {g.name for g in claim.gates_at("small")} == {"scripted_solves", "acac_leaves_the_floor"}
+    head = claim.headline_criterion()
+    assert head.name == "acac_faster_bp" and head.other_arm == "padded"
+    assert head.smallest_effect == pytest.approx(0.2 * CHECK.config("small").bp_steps)
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None
