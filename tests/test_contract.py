@@ -91,7 +91,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "nice",
         "pde_transformer",
         "pinnsagent",
-        "pnba",
         "puzzle",
         "residual_matrix_transformer",
         "selekt",
