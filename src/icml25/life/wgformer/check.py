@@ -42,7 +42,7 @@ Learning rate: every learned arm trains once per lr of ``lrs`` at ``sweep_seed``
 the lowest validation loss (keep-best on the validation split as well); the other seeds reuse it.
 
 ``medium`` (one GPU, about 30 minutes; ``device="auto"``): 3000 molecules <= 12 heavy atoms, the
-brief's WGFormer-small (6 x 128, 16 heads) and its softmax twin, EGNN 4 x 128, 6000 steps of batch 32.
+a WGFormer-small (6 x 128, 16 heads) and its softmax twin, EGNN 4 x 128, 6000 steps of batch 32.
 
 Deviations from the paper, forced by a few minutes on 2 CPU cores: MMFF targets instead of DFT, a few
 hundred small molecules, 3-layer d = 32 models (paper: 30 x 512, 64 heads), 600 AdamW steps with
@@ -50,6 +50,11 @@ warm-up + cosine (about 21 passes over the molecules; paper: Adam, polynomial de
 of 3 layers and width 32, no dropout, the
 decoder's last layer zero-initialised (every arm starts from the identity map), Sinkhorn marginals
 over valid tokens, the decoder's padded pairs zeroed.
+
+Outcome at small (3 seeds, 2026-12-05): inconclusive. The gate ``wgformer_learns`` fails: WGFormer's
+best validation loss (0.733) stays above the input's (0.724), while softmax (0.707) and EGNN (0.690)
+pass theirs. The headline's paired interval (WGFormer minus softmax C-RMSD, [-0.0008, +0.0026] Å)
+excludes the smallest effect of interest; against EGNN both intervals lie above zero.
 """
 
 from __future__ import annotations
@@ -507,7 +512,7 @@ class WGFormerCheck(ClaimCheck[WGFormerCheckConfig]):
             evals=1,
         ),
         "small": WGFormerCheckConfig(),
-        # one GPU, about 30 minutes: the brief's WGFormer-small (6 x 128, 16 heads) on ~3000 molecules
+        # one GPU, about 30 minutes: a WGFormer-small (6 x 128, 16 heads) on ~3000 molecules
         "medium": WGFormerCheckConfig(
             max_heavy=12,
             n_molecules=3000,
