@@ -289,6 +289,11 @@ def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     for arm, lr in chosen.items():
         grid = {float(k.split("@")[1]): v for k, v in series["0"]["lr_val_loss"].items() if k.startswith(arm)}
         assert lr == min(grid, key=lambda x: grid[x])
+    # the precision chosen from the processor is stored with the result, with its reason
+    from icml25.language.selekt import choose_precision
+
+    expected = choose_precision(CHECK.config("tiny").precision)
+    assert (series["0"]["precision"], series["0"]["precision_reason"]) == expected
 
 
 def test_completion_loss_matches_hf_loss() -> None:
@@ -415,3 +420,70 @@ def test_greedy_generate_bad_input() -> None:
         greedy_generate(model, [[1]], 2, pad_id=256, eos_id=256, batch_size=0)
     with pytest.raises(ValueError, match="stop"):
         greedy_generate(model, [[1]], 2, pad_id=256, eos_id=256, stop="x")
+
+
+_AVX2_FLAGS = frozenset({"fpu", "sse2", "avx", "avx2", "fma"})
+_AMX_FLAGS = _AVX2_FLAGS | {"avx512f", "avx512_bf16", "amx_tile", "amx_bf16"}
+
+
+def test_auto_precision_follows_the_processor() -> None:
+    from icml25.language.selekt import choose_precision
+
+    def never() -> str:
+        raise AssertionError("measured although the CPU flags were readable")
+
+    # an AVX2-only CPU: emulated bfloat16 is far slower, so float32
+    prec, why = choose_precision("auto", "cpu", flags=lambda: _AVX2_FLAGS, measure=never)
+    assert prec == "fp32" and "no native bfloat16" in why
+    # AMX / AVX512-BF16, or an Arm core with BF16: bfloat16
+    prec, why = choose_precision("auto", "cpu", flags=lambda: _AMX_FLAGS, measure=never)
+    assert prec == "bf16" and "amx_bf16" in why and "avx512_bf16" in why
+    assert choose_precision("auto", "cpu", flags=lambda: frozenset({"fp", "asimd", "bf16"}))[0] == "bf16"
+    # unreadable flags: the matmul measurement decides
+    assert choose_precision("auto", "cpu", flags=lambda: None, measure=lambda: "fp32")[0] == "fp32"
+    prec, why = choose_precision("auto", "cpu", flags=lambda: None, measure=lambda: "bf16")
+    assert prec == "bf16" and "measured faster" in why
+    # a GPU: its own bfloat16 support, whatever the CPU has
+    assert choose_precision("auto", "cuda", flags=lambda: _AVX2_FLAGS, cuda_bf16=lambda: True)[0] == "bf16"
+    assert choose_precision("auto", "cuda", flags=lambda: _AMX_FLAGS, cuda_bf16=lambda: False)[0] == "fp32"
+    # explicit choices are kept; anything else is refused
+    assert choose_precision("bf16", "cpu", flags=lambda: _AVX2_FLAGS) == ("bf16", "set in the config")
+    assert choose_precision("fp32", "cpu", flags=lambda: _AMX_FLAGS)[0] == "fp32"
+    with pytest.raises(ValueError, match="precision"):
+        choose_precision("fp16")
+
+
+def test_cpu_flags_reads_x86_and_arm_cpuinfo(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.language.selekt.precision import cpu_flags
+
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nmodel name\t: test\nflags\t\t: fpu avx2 amx_bf16\n\nprocessor\t: 1\n")
+    assert cpu_flags(x86) == frozenset({"fpu", "avx2", "amx_bf16"})
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16\n")
+    assert cpu_flags(arm) == frozenset({"fp", "asimd", "bf16"})
+    none = tmp_path / "none"
+    none.write_text("processor\t: 0\n")
+    assert cpu_flags(none) is None and cpu_flags(tmp_path / "missing") is None
+
+
+def test_finetune_auto_precision_resolves_from_the_processor(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib
+
+    ft = importlib.import_module("icml25.language.selekt.finetune")
+    pr = importlib.import_module("icml25.language.selekt.precision")
+
+    seen: list[str] = []
+    monkeypatch.setattr(pr, "cpu_flags", lambda: _AVX2_FLAGS)
+    real = ft._bf16_completion_loss
+    monkeypatch.setattr(ft, "_bf16_completion_loss", lambda *a: seen.append("bf16") or real(*a))
+    model = _tiny_llama()
+    codec = ChatCodec(None)
+    msgs = [[{"role": "user", "content": f"say {i}"}] for i in range(4)]
+    data = encode_pairs(codec, msgs, [f"ok {i}" for i in range(4)], 64)
+    cfg = FinetuneConfig(method="sft", steps=2, batch_size=2, lr=1e-3, precision="auto")
+    finetune(model, data, cfg, seed=0)
+    assert seen == []  # AVX2 only: float32
+    monkeypatch.setattr(pr, "cpu_flags", lambda: _AMX_FLAGS)
+    finetune(model, data, cfg, seed=0)
+    assert seen == ["bf16", "bf16"]  # native bfloat16: autocast

@@ -24,9 +24,11 @@ from .data import (
 )
 from .finetune import ChatCodec, FinetuneConfig, FinetuneResult, completion_loss, encode_pairs, finetune
 from .generation import greedy_generate
+from .precision import choose_precision
 from .projection import SeleKT, changed_fraction, snapshot_base, sparse_project_, topk_mask
 
 __all__ = [
+    "choose_precision",
     "DEFAULT_MODULES",
     "EDIT_CATEGORIES",
     "INSTRUCTION_STYLES",

@@ -38,7 +38,6 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
-from icml25.core.runtime import resolve_precision
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields, check_in_range
 
@@ -53,6 +52,7 @@ from .data import (
 )
 from .finetune import ChatCodec, FinetuneConfig, completion_loss, encode_pairs, finetune
 from .generation import greedy_generate
+from .precision import choose_precision
 
 TRAINED = ("selekt", "sft", "lora")
 
@@ -80,10 +80,12 @@ class SeleKTCheckConfig:
             at the rate it chose; the validation functions are the same in every seed).
         precision: ``"fp32"`` or ``"bf16"``: fine-tuning (autocast, fp32 master weights; the paper
             trains in bf16) and greedy generation run under bfloat16 autocast; bits/byte and the
-            validation loss are always computed in fp32. ``"auto"`` (default) measures which of
-            the two runs a matmul faster on this processor (:func:`icml25.core.runtime.
-            resolve_precision`): bf16 where the CPU has native bfloat16, fp32 on AVX2-only ones,
-            where emulated bfloat16 is several times slower. The choice is stored with the result.
+            validation loss are always computed in fp32. ``"auto"`` (default) picks from the
+            processor (:func:`.precision.choose_precision`): bf16 where the CPU lists native
+            bfloat16 (AMX-BF16, AVX512-BF16, Arm BF16) or the GPU supports it, fp32 elsewhere
+            (AVX2-only CPUs, where emulated bfloat16 is far slower); a short matmul measurement
+            decides where the CPU's flags cannot be read. The choice and its reason are stored
+            with the result (``series.precision``, ``series.precision_reason`` and a note).
         modules: standard-library modules scanned for seed functions.
         n_humaneval, he_tokens: HumanEval subset size and completion length.
         ppl_window, ppl_windows, code_chars: perplexity windows (tokens), windows per corpus,
@@ -523,7 +525,7 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             problems = sorted(load_humaneval(), key=lambda p: (len(p.canonical_solution), p.task_id))
             problems = problems[: config.n_humaneval]
 
-        precision = resolve_precision(config.precision)
+        precision, precision_reason = choose_precision(config.precision, next(model.parameters()).device)
         bf16 = precision == "bf16"
         edit_prompts = _edit_prompts(codec, splits["test"], config.gen_slack, config.gen_cap)
 
@@ -611,9 +613,10 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
             f"{len(splits['test'])} test edits; instructions {config.instructions}; lr grid {config.lrs}; "
             f"{config.steps} steps x batch {config.batch_size}; SeleKT alpha {config.alpha}, every "
             f"{config.period_steps} steps, {config.scope}; HumanEval subset {len(problems)} problems",
-            f"precision {precision} (config: {config.precision})",
+            f"precision {precision} (config: {config.precision}; {precision_reason})",
         )
         series["precision"] = precision
+        series["precision_reason"] = precision_reason
         return SeedOutcome(metrics=metrics, series=series, notes=notes)
 
     def make_figures(

@@ -146,7 +146,8 @@ class FinetuneConfig:
         grad_clip: gradient-norm clip (0 = off).
         precision: ``"fp32"``, or ``"bf16"``: the forward and backward passes under bfloat16
             autocast with fp32 master weights and optimiser state (the paper trains in bf16;
-            on a CPU with bf16 matrix units this is also faster).
+            on a CPU with bf16 matrix units this is also faster), or ``"auto"``: bf16 where the
+            model's device runs bfloat16 natively, else fp32 (:func:`.precision.choose_precision`).
         fused: fused AdamW kernels (same update, fewer passes over the weights).
     """
 
@@ -163,7 +164,7 @@ class FinetuneConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.05
     grad_clip: float = 1.0
-    precision: Literal["fp32", "bf16"] = "fp32"
+    precision: Literal["fp32", "bf16", "auto"] = "fp32"
     fused: bool = True
 
     def __post_init__(self) -> None:
@@ -182,8 +183,8 @@ class FinetuneConfig:
         check_in_range("FinetuneConfig.lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)
         if self.scope not in ("per_tensor", "global"):
             raise ValueError(f"FinetuneConfig.scope must be per_tensor or global, got {self.scope!r}")
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"FinetuneConfig.precision must be fp32 or bf16, got {self.precision!r}")
+        if self.precision not in ("fp32", "bf16", "auto"):
+            raise ValueError(f"FinetuneConfig.precision must be fp32, bf16 or auto, got {self.precision!r}")
         if not isinstance(self.fused, bool):
             raise TypeError(f"FinetuneConfig.fused must be a bool, got {type(self.fused).__name__}")
 
@@ -245,7 +246,12 @@ def finetune(
         keep_best=False,
         fused=config.fused,
     )
-    loss_fn = completion_loss if config.precision == "fp32" else _bf16_completion_loss
+    precision: str = config.precision
+    if precision == "auto":
+        from .precision import choose_precision
+
+        precision = choose_precision("auto", next(model.parameters()).device)[0]
+    loss_fn = completion_loss if precision == "fp32" else _bf16_completion_loss
     projector: SeleKT | None = None
     if config.method == "lora":
         from peft import LoraConfig, get_peft_model
