@@ -98,7 +98,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "tarflow",
         "thinkdiff",
         "turing_programs",
-        "wgformer",
     }
 )
 
