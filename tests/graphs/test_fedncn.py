@@ -328,3 +328,26 @@ def test_bad_input(graph, part) -> None:
         FedNCNConfig(share=1.5)
     with pytest.raises(ValueError, match="FedNCNConfig.rounds"):
         FedNCNConfig(rounds=0)
+
+
+def test_validation_sweep_runs_once_for_all_seeds(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The lr sweep is on a fixed validation graph, so seeds share it (it was rerun for every seed)."""
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.graphs.fedncn.check import FedNCNCheck
+
+    check = FedNCNCheck()
+    config = dataclasses.replace(check.config("tiny"), lrs=(1e-3, 3e-3), run_ablations=False, shares=())
+    calls = []
+    sweep = check._sweep_lrs
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return sweep(*args, **kwargs)
+
+    monkeypatch.setattr(check, "_sweep_lrs", counted)
+    ctx = RunContext(slug="fedncn", scale="tiny", run_dir=tmp_path, reporter=NullReporter())
+    first = check.run_seed(config, 0, ctx)
+    second = check.run_seed(config, 1, ctx)
+    assert len(calls) == 1
+    assert first.series["chosen_lr"] == second.series["chosen_lr"]
