@@ -67,6 +67,12 @@ raised the centralised reference on the validation graph from 0.87 to 0.96 at it
 looked at seeds 0-2 of the centralised reference while choosing among 3, 6 and 8 warm-up rounds, 14
 rounds and a link-reconstruction term; we say so because those seeds are judged). The criteria,
 thresholds and smallest effect are unchanged.
+
+Third run (8 warm-up rounds, 5 seeds, 724 s at one thread on a shared machine): both gates pass
+(centralised within -0.038 of K-means on A_hat^2 X; FedAvg 0.62 against the 0.56 floor); the headline
+was undetermined, -0.017, 95 % CI [-0.070, +0.038], and the runner estimated about 2.1x the units to
+resolve it. Small therefore runs 10 seeds (the validation sweep now runs once, not once per seed,
+which pays for most of them).
 """
 
 from __future__ import annotations
@@ -404,7 +410,7 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
             shares=(0.01, 0.1, 0.2),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 5, "full": 5}
+    default_seeds = {"tiny": 1, "small": 10, "full": 5}
 
     def run_seed(self, config: FedNCNCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         m0 = config.client_counts[0]
