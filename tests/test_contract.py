@@ -76,7 +76,6 @@ def test_tiny_check_is_deterministic(paper: Paper) -> None:
 NOT_YET_ON_THE_PROTOCOL = frozenset(
     {
         "aaar",
-        "acac",
         "autoformulation",
         "caption_hallucination",
         "condensed_sparse_solver",
