@@ -367,6 +367,20 @@ def test_singular_and_indefinite_operators_are_reported() -> None:
 # ---------------------------------------------------------------- check and benchmark
 
 
+# the sizes at which a preset constructs and runs one shortened step here
+ONE_STEP = {
+    "exact_sizes": (9,),
+    "speed_sizes": (9,),
+    "n_rhs": 2,
+    "repeats": 1,
+    "batch_n": 9,
+    "batch_count": 2,
+    "gradcheck_n": 5,
+    "adjoint_n": 9,
+    "matmul_n": 64,
+}
+
+
 def test_check_problems_build_and_full_preset_constructs() -> None:
     for name in ("poisson5_neumann", "poisson9_dirichlet", "darcy", "image9"):
         assert build_problem(name, 9, 0).grid_shape == (9, 9)
@@ -376,15 +390,7 @@ def test_check_problems_build_and_full_preset_constructs() -> None:
         "full",
         seeds=[0],
         overrides={
-            "exact_sizes": (9,),
-            "speed_sizes": (9,),
-            "n_rhs": 2,
-            "repeats": 1,
-            "batch_n": 9,
-            "batch_count": 2,
-            "gradcheck_n": 5,
-            "adjoint_n": 9,
-            "matmul_n": 64,
+            **ONE_STEP,
             "methods": ("ours", "cholmod", "superlu"),
             "memory": False,
             "require_cholmod": False,
@@ -457,17 +463,7 @@ def test_medium_preset_runs_one_step_on_the_cpu() -> None:
     result = CHECK.run(
         "medium",
         seeds=[0],
-        overrides={
-            "exact_sizes": (9,),
-            "speed_sizes": (9,),
-            "n_rhs": 2,
-            "repeats": 1,
-            "batch_n": 9,
-            "batch_count": 2,
-            "gradcheck_n": 5,
-            "adjoint_n": 9,
-            "matmul_n": 64,
-        },
+        overrides=ONE_STEP,
     )
     names = {c.name for c in result.criteria}  # device="auto": the CPU here, CUDA where present
     gpu = torch.cuda.is_available()
