@@ -7,7 +7,7 @@ padding-based centralised critics; on BoxPushing 6x6 it pushes the big box (retu
 about 62k environment steps (median of the official logs) against about 221k for Mac-IAICC.
 
 Task: BoxPushing 6x6 with the official environment's rules (a parity test replays seeded
-macro-action episodes against a transcription of the official code, every step equal), horizon 100,
+macro-action episodes against traces recorded from the official rules, every step equal), horizon 100,
 the paper's rewards, the bp6 learner settings. Arms, with the same actors, PPO, modified GAE
 (time-outs bootstrap, as in the official learner), budget and seeds; only the critic differs:
 

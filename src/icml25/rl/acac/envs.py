@@ -172,7 +172,7 @@ class MacroBoxPushing(MacroActionEnv):
 
     The rules are those of the official environment (``box_pushing_MA.py`` and
     ``box_pushing_MA_core.py`` of github.com/LGAI-Research/acac, class ``BoxPushing_harder``);
-    a parity test replays seeded macro-action episodes against a transcription of that code and
+    a parity test replays seeded macro-action episodes against traces recorded from that code and
     requires every step to agree. Cells are integer (column, row); row 0 is the bottom, the goal is
     the top row. The layout is the official one: on 6x6 the agents start at (0, 1) facing east and
     (5, 1) facing west, small boxes sit at (0, 3) and (5, 3), the big box covers (2, 3) and (3, 3),
