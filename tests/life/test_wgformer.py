@@ -219,7 +219,8 @@ def test_attention_kinds_structure() -> None:
 
 
 def _official_sinkhorn(c: torch.Tensor, max_iter: int = 3) -> torch.Tensor:
-    """The official ``SinkhornDistance.forward`` (eps = 1, no padding), transcribed: the plan ``Π``."""
+    """A naive log-domain Sinkhorn as the official one runs it (eps = 1, no padding, alternating row and
+    column updates, the column potential detached): the plan ``Π``, a reference for the gradient."""
     mu = torch.full(c.shape[:-1], 1.0 / c.shape[-2], dtype=c.dtype)
     nu = torch.full(c.shape[:-2] + c.shape[-1:], 1.0 / c.shape[-1], dtype=c.dtype)
     u, v = torch.zeros_like(mu), torch.zeros_like(nu)
