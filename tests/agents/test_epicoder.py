@@ -19,7 +19,9 @@ from icml25.agents.epicoder import (
     LLMEvolver,
     LLMFeatureExtractor,
     TaskSynthesizer,
+    block_diversity,
     build_frequency_tree,
+    combination_novelty,
     complexity_metrics,
     descendant_counts,
     diversity_metrics,
@@ -40,10 +42,14 @@ from icml25.agents.epicoder import (
     sample_mandatory_leaves,
     sample_subtree,
     smooth_probs,
+    snippet_specs,
     snippet_task_prompt,
     stdlib_functions,
+    top_specs,
     tree_from_json,
+    tree_specs,
     tree_stats,
+    uniform_specs,
 )
 from icml25.agents.epicoder.check import CHECK
 from icml25.llm.chat import ScriptedChatModel
@@ -91,31 +97,70 @@ def test_build_frequency_tree_counts_prunes_and_sums() -> None:
         {"other": {"leaf": {}}},
     ]
     tree, freq = build_frequency_tree(trees, max_depth=3, top_n=50, dict_min_size=3)
-    # "small" has 2 children (< 3): collapsed into a leaf carrying its total count
+    # "small" has 2 children (< 3): collapsed into a leaf carrying its number of children (released)
     assert tree["cat"]["small"] == {}
     assert set(tree["cat"]["sub"]) == {"f1", "f2", "f3"}
     assert freq.frequency(("cat", "sub", "f1")) == 2.0
-    assert freq.frequency(("cat", "small")) == 3.0
+    assert freq.frequency(("cat", "small")) == 2.0
     assert freq.frequency(("cat", "sub")) == 4.0  # internal = sum of children
-    assert freq.frequency(("cat",)) == 8.0
-    assert tree["other"] == {}  # one child: collapsed as well
+    assert freq.frequency(("cat",)) == 7.0
+    assert freq.avg_sub_frequency(("cat",)) == pytest.approx(7.0 / 3)  # stored mean child count
+    assert tree["other"] == {"leaf": {}}  # a category is never collapsed
     # sub-dicts come before leaves, each group by decreasing count
     assert list(tree["cat"]) == ["sub", "small", "z"]
+    _, total = build_frequency_tree(trees, dict_min_size=3, collapsed_count="total")
+    assert total.frequency(("cat", "small")) == 3.0  # the sum of its counts instead
 
 
 def test_prune_top_n_keeps_the_most_frequent() -> None:
     counted = {"r": {"a": 5, "b": 1, "c": 3, "d": {"x": 1, "y": 1, "z": 1}}}
     pruned = prune_top_n(counted, top_n=2, dict_min_size=2)
     assert list(pruned["r"]) == ["d", "a"]  # the dict first, then the largest leaf
-    assert prune_top_n({"r": {"d": {"x": 1, "y": 2}}}, top_n=5, dict_min_size=3) == {"r": 3}
+    assert prune_top_n({"r": {"d": {"x": 1, "y": 2}}}, top_n=5, dict_min_size=3) == {"r": {"d": 2}}
+
+
+def test_prune_top_n_never_collapses_a_category() -> None:
+    """Regression: categories with fewer than dict_min_size children used to become bare leaves,
+    losing e.g. every module name under "dependency relations" (the released code prunes inside
+    each category and never collapses one)."""
+    counted = {
+        "dependency relations": {"standard library": {"os": 7, "re": 3, "json": 2, "sys": 1}},
+        "logging": {"logger": 4},
+        "security": {"hashing": {"sha256": 2}},
+    }
+    pruned = prune_top_n(counted, top_n=50, dict_min_size=3)
+    assert pruned["dependency relations"] == {"standard library": {"os": 7, "re": 3, "json": 2, "sys": 1}}
+    assert pruned["logging"] == {"logger": 4}
+    assert pruned["security"] == {"hashing": 1}  # below a category, small sub-dicts still collapse
+    assert prune_top_n(counted, dict_min_size=3, collapsed_count="total")["security"] == {"hashing": 2}
+    tree, _ = build_frequency_tree(
+        [{"dependency relations": {"standard library": {m: {}}}} for m in ("os", "re", "json")] * 2
+        + [{"logging": {"logger": {}}}],
+        dict_min_size=3,
+    )
+    assert set(tree["dependency relations"]["standard library"]) == {"os", "re", "json"}
+    assert tree["logging"] == {"logger": {}}
 
 
 def test_descendant_counts_and_stats() -> None:
     t = _tree()
-    counts = descendant_counts(t)
+    counts = descendant_counts(t, match="path")
     assert counts[("a",)] == 5 and counts[("a", "a1")] == 3 and counts[("c",)] == 1
+    assert descendant_counts(t) == counts  # no name is a prefix of another here
     stats = tree_stats(t)
     assert stats["leaves"] == 7 and stats["depth"] == 3 and stats["nodes"] == 10
+
+
+def test_descendant_counts_match_the_released_string_prefix_rule() -> None:
+    """Released ``count_descendant``: keys whose joined path string starts with the node's."""
+    t = {"a": {"sort": {"x": {}}, "sorted": {"y": {}, "z": {}}}, "ab": {}}
+    naive = {p: sum("---".join(q).startswith("---".join(p)) for q in node_paths(t)) for p in node_paths(t)}
+    counts = descendant_counts(t)
+    assert counts == {p: float(n) for p, n in naive.items()}
+    assert counts[("a", "sort")] == 5 and counts[("a",)] == 7 and counts[("ab",)] == 1  # "ab" too
+    assert descendant_counts(t, match="path")[("a", "sort")] == 2
+    with pytest.raises(ValueError, match="match"):
+        descendant_counts(t, match="bad")
 
 
 def test_smooth_probs_limits() -> None:
@@ -194,19 +239,52 @@ def test_merge_is_a_union_and_idempotent(a: dict, b: dict) -> None:
     assert merge_trees(merged, a) == merged and merge_trees(a, a) == a
 
 
-def test_new_node_frequencies_follow_the_sibling_and_parent_rules() -> None:
+def test_new_node_frequencies_direct_sibling_rule() -> None:
     freq = FrequencyMap(
         {("p",): [10.0], ("p", "x"): [4.0], ("p", "y"): [2.0], ("q",): [1.0], ("q", "z"): [9.0]}
     )
     sampled = {"p": {"x": {}, "y": {}}, "q": {}}
     expanded = {"p": {"x": {}, "y": {}, "new": {}}, "q": {"z": {}, "w": {}}, "r": {}}
-    out = new_node_frequencies(sampled, expanded, freq)
+    out = new_node_frequencies(sampled, expanded, freq, siblings="direct")
     assert out.frequency(("p", "new")) == pytest.approx(3.0)  # mean of sampled siblings x, y
     assert out.frequency(("r",)) == pytest.approx(np.mean([10.0, 1.0]))  # mean of sampled siblings p, q
     # z already had 9; its sampled parent q had no sampled children -> parent's average child = 9
     assert out.history[("q", "z")] == [9.0, 9.0]
     assert out.frequency(("q", "w")) == pytest.approx(9.0)
     assert ("p", "new") not in freq  # the input map is unchanged
+
+
+def test_new_node_frequencies_follow_the_released_rule() -> None:
+    """Released ``get_new_node_frequencies`` + ``merge_frequencies``: the mean over every sampled
+    node below the parent (any depth), depth-1 nodes skipped, the parent's stored mean child
+    frequency when none, then the parent's mean updated over all its descendants."""
+    freq = FrequencyMap(
+        {
+            ("p",): [10.0],
+            ("p", "x"): [4.0],
+            ("p", "x", "x1"): [8.0],
+            ("p", "y"): [2.0],
+            ("q",): [1.0],
+            ("q", "z"): [9.0],
+        },
+        {("p",): 3.0, ("p", "x"): 8.0, ("q",): 6.0},
+    )
+    sampled = {"p": {"x": {"x1": {}}, "y": {}}, "q": {}}
+    expanded = {"p": {"x": {"x1": {}, "x2": {}}, "y": {}, "new": {}}, "q": {"z": {}, "w": {}}, "r": {}}
+    out = new_node_frequencies(sampled, expanded, freq)
+    # below p: x (4), x1 (8), y (2) were sampled -> (4 + 8 + 2) / 3, not the direct mean 3
+    assert out.frequency(("p", "new")) == pytest.approx(14.0 / 3)
+    assert out.frequency(("p", "x", "x2")) == pytest.approx(8.0)  # below x: only x1
+    assert ("r",) not in out  # depth 1: no entry
+    # q's sampled subtree holds nothing below q: its stored mean child frequency 6 (not 9)
+    assert out.frequency(("q", "w")) == pytest.approx(6.0)
+    assert out.history[("q", "z")] == [9.0, 6.0]
+    # p's stored mean is now over every node below it: x, x1, x2, y, new
+    assert out.avg_sub[("p",)] == pytest.approx(np.mean([4.0, 8.0, 8.0, 2.0, 14.0 / 3]))
+    assert out.avg_sub[("q",)] == pytest.approx(np.mean([7.5, 6.0]))
+    assert freq.avg_sub[("p",)] == 3.0  # the input map is unchanged
+    with pytest.raises(ValueError, match="siblings"):
+        new_node_frequencies(sampled, expanded, freq, siblings="bad")
 
 
 # -- extraction -------------------------------------------------------------------------------------
@@ -291,6 +369,89 @@ def test_evolve_tree_grows_and_records_frequencies() -> None:
     assert result.stats[-1]["leaves"] > result.stats[0]["leaves"]
     assert set(node_paths(tree)) <= set(node_paths(result.tree))
     assert all(result.freq.frequency(p) > 0 for p in node_paths(result.tree))
+
+
+def test_evolve_tree_samples_only_the_evolution_categories() -> None:
+    tree = {
+        "data processing": {"string manipulation": {"split": {}, "join": {}}},
+        "implementation logic": {"control flow": {"for loop": {}, "while loop": {}}},
+    }
+    freq = FrequencyMap({p: [1.0] for p in node_paths(tree)})
+    result = evolve_tree(
+        tree, freq, CatalogEvolver(), rounds=2, samples_per_round=4, rng=np.random.default_rng(0)
+    )
+    # "implementation logic" is not one of the released ten evolution categories: untouched
+    assert result.tree["implementation logic"] == tree["implementation logic"]
+    assert len(leaf_paths(result.tree["data processing"])) > 2
+    everything = evolve_tree(
+        tree,
+        freq,
+        CatalogEvolver(),
+        rounds=2,
+        samples_per_round=4,
+        rng=np.random.default_rng(0),
+        categories=None,
+    )
+    assert len(leaf_paths(everything.tree["implementation logic"])) > 2
+    with pytest.raises(ValueError, match="categories"):
+        evolve_tree(
+            tree,
+            freq,
+            CatalogEvolver(),
+            rounds=1,
+            samples_per_round=1,
+            rng=np.random.default_rng(0),
+            categories=("security",),
+        )
+
+
+# -- specs ------------------------------------------------------------------------------------------
+
+
+def test_block_diversity_known_values() -> None:
+    a, b, c = ("x", "a"), ("x", "b"), ("y", "c")
+    specs = [frozenset({a, b}), frozenset({a}), frozenset({c}), frozenset({c}), frozenset({a})]
+    d = block_diversity(specs, 2)  # the fifth spec is a partial block: dropped
+    np.testing.assert_array_equal(d["distinct"], [2.0, 1.0])
+    p = np.array([2, 1]) / 3
+    np.testing.assert_allclose(d["entropy"], [-(p * np.log(p)).sum(), 0.0])
+    with pytest.raises(ValueError, match="block"):
+        block_diversity(specs, 6)
+
+
+def test_combination_novelty_against_a_naive_subset_check() -> None:
+    corpus = [{"x": {"a": {}, "b": {}}}, {"x": {"a": {}}, "y": {"c": {"d": {}}}}]
+    nodes = [{p[:k] for p in leaf_paths(t) for k in range(1, len(p) + 1)} for t in corpus]
+    specs = [
+        frozenset({("x", "a"), ("x", "b")}),  # snippet 0 holds both
+        frozenset({("x", "a"), ("y", "c")}),  # snippet 1 holds both (c is an inner node there)
+        frozenset({("x", "b"), ("y", "c")}),  # no single snippet: novel
+        frozenset({("z",)}),  # unknown feature: novel
+    ]
+    naive = np.mean([not any(s <= n for n in nodes) for s in specs])
+    assert combination_novelty(specs, corpus) == pytest.approx(naive) == pytest.approx(0.5)
+
+
+def test_spec_arms_sizes_and_references() -> None:
+    rng = np.random.default_rng(0)
+    tree = {
+        "computation operation": {"mathematical": {"power": {}, "modulo": {}}},
+        "data processing": {"string manipulation": {"split": {}, "join": {}, "strip": {}}},
+        "implementation logic": {"control flow": {"for loop": {}}},
+    }
+    specs = tree_specs(tree, 30, rng=rng, conditions=(2, 1, 1))
+    # "implementation logic" is not a released task category; "computation operation" is fixed
+    assert all(any(p[0] == "computation operation" for p in s) for s in specs)
+    assert not any(p[0] == "implementation logic" for s in specs for p in s)
+    snippets = [tree, {"data processing": {"string manipulation": {"split": {}}}}]
+    snip = snippet_specs(snippets, [2] * 20, rng=rng)
+    assert all(1 <= len(s) <= 2 for s in snip)
+    assert not any(p[0] == "implementation logic" for s in snip for p in s)
+    vocab = leaf_paths(tree)
+    uni = uniform_specs(vocab, [3, 3, 10], rng=rng)
+    assert [len(s) for s in uni] == [3, 3, len(vocab)] and all(s <= set(vocab) for s in uni)
+    top = top_specs({("a",): 5, ("b",): 5, ("c",): 1}, [1, 2])
+    assert top == [frozenset({("a",)}), frozenset({("a",), ("b",)})]
 
 
 # -- corpus -----------------------------------------------------------------------------------------
@@ -422,21 +583,52 @@ def test_tiny_check_runs(tmp_path: Path) -> None:
 
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     crit = {c.name: c for c in result.criteria}
-    assert crit["tiny_generated"].passed and crit["tiny_evolution_grows"].passed
-    assert result.metrics["tree"]["llm_calls"].mean == 4 * CHECK.config("tiny").n_tasks
+    assert crit["tiny_specs"].passed and crit["tiny_generated"].passed
+    assert result.metrics["evolved_tree"]["llm_calls"].mean == 2 * CHECK.config("tiny").gen_tasks
+    m = result.metrics
+    # the references bracket the spec arms: the uniform ceiling above the most-frequent floor
+    assert m["uniform"]["distinct_features"].mean > m["top_features"]["distinct_features"].mean
+    assert m["snippet"]["novelty"].mean == 0.0  # a snippet's spec is held by that snippet
+    assert m["tree"]["collapsed_categories"].mean == 0.0
+
+
+def test_claim_follows_the_protocol() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"uniform", "top_features"} and claim.controls == ("uniform",)
+    assert {g.name for g in claim.gates_at("small")} == {
+        "metric_separates_references",
+        "categories_keep_vocabulary",
+    }
+    assert claim.headline_criterion().name == "more_distinct_features"
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or (c.smallest_effect and c.effect_source)
+    gate = next(g for g in claim.gates if g.name == "generator_writes_code")
+    assert gate.scales == ("full",) and gate.needs
 
 
 def test_full_preset_constructs_and_runs_one_step(tmp_path: Path) -> None:
     from icml25.core.results import ResultStore
 
     full = CHECK.config("full")
-    assert full.conditions == (5, 2, 1, 1) and full.sample_temperature == 10 and full.n_tasks == 200
+    assert full.conditions == (5, 2, 1, 1) and full.sample_temperature == 10 and full.gen_tasks == 200
     result = CHECK.run(
         "full",
         seeds=[0],
-        overrides={"model": "random-tiny", "max_files": 10, "core_size": 20, "n_tasks": 1, "max_tokens": 4},
+        overrides={
+            "model": "random-tiny",
+            "max_files": 10,
+            "core_size": 20,
+            "n_specs": 20,
+            "block": 10,
+            "gen_tasks": 1,
+            "max_tokens": 4,
+        },
         store=ResultStore(tmp_path),
     )
-    assert result.metrics["tree"]["n_tasks"].mean == 1
+    assert result.metrics["evolved_tree"]["gen_tasks"].mean == 1
     with pytest.raises(ValueError, match="top_p"):
         CHECK.config("small", {"top_p": 1.5})
+    with pytest.raises(ValueError, match="n_specs"):
+        CHECK.config("small", {"n_specs": 10, "block": 50})
+    with pytest.raises(ValueError, match="collapsed_count"):
+        CHECK.config("small", {"collapsed_count": "sum"})

@@ -11,6 +11,7 @@ catalogue stand-in), task synthesis from subtrees or snippets with sandboxed val
 
 from .corpus import CodeSnippet, code_embeddings, k_center_greedy, stdlib_functions
 from .evolve import (
+    EVOLVE_CATEGORIES,
     CatalogEvolver,
     EvolutionResult,
     Evolver,
@@ -28,6 +29,16 @@ from .extract import (
     tree_from_json,
 )
 from .metrics import ast_depth, complexity_metrics, diversity_metrics, embedding_dispersion, feature_set
+from .specs import (
+    TASK_CATEGORIES,
+    Spec,
+    block_diversity,
+    combination_novelty,
+    snippet_specs,
+    top_specs,
+    tree_specs,
+    uniform_specs,
+)
 from .synth import (
     GeneratedTask,
     TaskSynthesizer,
@@ -63,6 +74,15 @@ from .tree import (
 
 __all__ = [
     "CATEGORIES",
+    "EVOLVE_CATEGORIES",
+    "TASK_CATEGORIES",
+    "Spec",
+    "block_diversity",
+    "combination_novelty",
+    "snippet_specs",
+    "top_specs",
+    "tree_specs",
+    "uniform_specs",
     "AstFeatureExtractor",
     "CatalogEvolver",
     "CodeSnippet",

@@ -44,6 +44,7 @@ from .tree import (
 )
 
 __all__ = [
+    "EVOLVE_CATEGORIES",
     "Evolver",
     "CatalogEvolver",
     "LLMEvolver",
@@ -52,6 +53,21 @@ __all__ = [
     "default_catalog",
     "public_names",
 ]
+
+
+#: The top-level categories the released Python evolution run samples from (``evol/feature_evol.py``).
+EVOLVE_CATEGORIES: tuple[str, ...] = (
+    "workflow",
+    "functionality",
+    "resource usage",
+    "computation operation",
+    "user interaction",
+    "data processing",
+    "file operation",
+    "dependency relations",
+    "algorithm",
+    "advanced techniques",
+)
 
 
 class Evolver(Protocol):
@@ -293,11 +309,17 @@ def evolve_tree(
     rng: np.random.Generator,
     conditions: Sequence[int] = (2, 1, 2, 1),
     temperature: float = 1.0,
+    categories: Sequence[str] | None = EVOLVE_CATEGORIES,
+    descendant_match: str = "string",
+    siblings: str = "descendants",
 ) -> EvolutionResult:
     """Run ``rounds`` rounds of ``samples_per_round`` evolution steps (Sec. 2.2).
 
     Within a round every step samples from the tree as it was at the start of the round (the
-    paper's steps run in parallel), with weights = :func:`~.tree.descendant_counts`.
+    paper's steps run in parallel), with weights = :func:`~.tree.descendant_counts` (``match =
+    descendant_match``), restricted to the top-level ``categories`` (the released Python run's ten,
+    :data:`EVOLVE_CATEGORIES`; ``None`` = every category). New nodes get frequencies by
+    :func:`~.tree.new_node_frequencies` (``siblings``).
     """
     validate_tree("tree", tree)
     if not isinstance(freq, FrequencyMap):
@@ -305,14 +327,18 @@ def evolve_tree(
     for name, value in (("rounds", rounds), ("samples_per_round", samples_per_round)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    if categories is not None and not any(c in tree for c in categories):
+        raise ValueError(f"categories: none of {list(categories)} is a top-level node of the tree")
     result = EvolutionResult(merge_trees({}, tree), freq.copy(), [tree_stats(tree)])
     for _ in range(rounds):
-        weights = descendant_counts(result.tree)
+        weights = descendant_counts(result.tree, match=descendant_match)
         start = result.tree
+        if categories is not None:
+            start = {k: v for k, v in start.items() if k in categories}
         for _ in range(samples_per_round):
             sub = sample_subtree(start, conditions, rng=rng, weights=weights, temperature=temperature)
             grown = evolver.expand(sub, rng)
-            result.freq = new_node_frequencies(sub, grown, result.freq)
+            result.freq = new_node_frequencies(sub, grown, result.freq, siblings=siblings)
             result.tree = merge_trees(result.tree, grown)
         result.stats.append(tree_stats(result.tree))
     return result

@@ -22,6 +22,7 @@ What each piece implements (Sec. 2.1-2.3 of the paper and its released pipeline)
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -141,10 +142,14 @@ class FrequencyMap:
 
     ``history[path]`` lists every frequency the node was given (counted, or inherited when an
     evolution step re-proposes it); the node's frequency is their mean. A node never seen has
-    frequency 1 (the released code's default for unknown nodes).
+    frequency 1 (the released code's default for unknown nodes). ``avg_sub[path]`` is the stored
+    mean child frequency of an internal node (the released ``avg_sub_frequency``: set when the
+    tree is built, updated by :func:`new_node_frequencies`); without a stored value it is computed
+    from the recorded direct children.
     """
 
     history: dict[Path, list[float]] = field(default_factory=dict)
+    avg_sub: dict[Path, float] = field(default_factory=dict)
 
     def frequency(self, path: Path) -> float:
         values = self.history.get(tuple(path))
@@ -162,30 +167,35 @@ class FrequencyMap:
         self.history.setdefault(tuple(path), []).append(float(value))
 
     def avg_sub_frequency(self, path: Path) -> float:
-        """Mean frequency of the recorded direct children of ``path`` (1 when none is recorded)."""
+        """The stored mean child frequency of ``path``, else the mean frequency of its recorded
+        direct children (1 when none is recorded)."""
+        if tuple(path) in self.avg_sub:
+            return self.avg_sub[tuple(path)]
         n = len(path) + 1
         kids = [self.frequency(p) for p in self.history if len(p) == n and p[:-1] == tuple(path)]
         return float(np.mean(kids)) if kids else 1.0
 
     def copy(self) -> FrequencyMap:
-        return FrequencyMap({k: list(v) for k, v in self.history.items()})
+        return FrequencyMap({k: list(v) for k, v in self.history.items()}, dict(self.avg_sub))
 
 
 def count_leaf_paths(trees: Iterable[Mapping[str, Any]], max_depth: int = 3) -> Counter[Path]:
-    """How many of ``trees`` contain each leaf path (paths cut at ``max_depth`` levels)."""
+    """How many of ``trees`` contain each leaf path (paths cut at ``max_depth`` levels), in the
+    order the paths are first met (depth-first through the trees in order, as released)."""
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
         raise ValueError(f"max_depth must be a positive integer, got {max_depth!r}")
     counts: Counter[Path] = Counter()
     for i, tree in enumerate(trees):
         validate_tree(f"trees[{i}]", tree, nonempty=False)
-        counts.update({p[:max_depth] for p in leaf_paths(tree)})
+        counts.update(dict.fromkeys(p[:max_depth] for p in leaf_paths(tree)).keys())
     return counts
 
 
 def _count_tree(counts: Mapping[Path, int]) -> dict[str, Any]:
-    """Nested dict whose leaves are integer counts (an internal path's own count is dropped)."""
+    """Nested dict whose leaves are integer counts (an internal path's own count is dropped), keys in
+    the order of ``counts``."""
     root: dict[str, Any] = {}
-    for path, n in sorted(counts.items()):
+    for path, n in counts.items():
         node = root
         for key in path[:-1]:
             child = node.get(key)
@@ -201,26 +211,46 @@ def _total(node: Any) -> int:
     return int(node) if not isinstance(node, dict) else sum(_total(c) for c in node.values())
 
 
-def prune_top_n(counted: Mapping[str, Any], top_n: int = 50, dict_min_size: int = 3) -> dict[str, Any]:
-    """Prune a counted tree (leaves are integer counts), bottom-up.
+def prune_top_n(
+    counted: Mapping[str, Any],
+    top_n: int = 50,
+    dict_min_size: int = 3,
+    *,
+    collapsed_count: str = "children",
+) -> dict[str, Any]:
+    """Prune a counted tree (leaves are integer counts) inside each top-level category.
 
-    A sub-dict with fewer than ``dict_min_size`` children collapses into a leaf carrying its total
-    count; every node then keeps its ``top_n`` children, sub-dicts first, then leaves, each group by
-    decreasing total count (ties by name).
+    The root's children are the categories: they are never collapsed and never cut, as in the
+    released ``keep_top_n``, which prunes each category separately. Below them, a sub-dict with
+    fewer than ``dict_min_size`` children collapses into a leaf, and every node keeps its ``top_n``
+    children: sub-dicts first (in their order), then leaves by decreasing count (ties in their
+    order), as the released ``custom_compare`` sort does.
+
+    Args:
+        collapsed_count: the count a collapsed sub-dict carries: ``"children"`` (its number of
+            children, as released) or ``"total"`` (the sum of its counts).
     """
     for name, value in (("top_n", top_n), ("dict_min_size", dict_min_size)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    out: dict[str, Any] = {}
-    for key, child in counted.items():
-        if isinstance(child, dict):
-            pruned = prune_top_n(child, top_n, dict_min_size)
-            out[key] = pruned if len(pruned) >= dict_min_size else _total(pruned)
-        else:
-            out[key] = int(child)
-    dicts = sorted((k for k in out if isinstance(out[k], dict)), key=lambda k: (-_total(out[k]), k))
-    ints = sorted((k for k in out if not isinstance(out[k], dict)), key=lambda k: (-_total(out[k]), k))
-    return {k: out[k] for k in (dicts + ints)[:top_n]}
+    if collapsed_count not in ("children", "total"):
+        raise ValueError(f"collapsed_count must be 'children' or 'total', got {collapsed_count!r}")
+
+    def prune(node: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, child in node.items():
+            if isinstance(child, dict):
+                if len(child) >= dict_min_size:
+                    out[key] = prune(child)
+                else:
+                    out[key] = len(child) if collapsed_count == "children" else _total(child)
+            else:
+                out[key] = int(child)
+        dicts = [k for k in out if isinstance(out[k], dict)]
+        ints = sorted((k for k in out if not isinstance(out[k], dict)), key=lambda k: -out[k])  # stable
+        return {k: out[k] for k in (dicts + ints)[:top_n]}
+
+    return {key: prune(child) if isinstance(child, dict) else int(child) for key, child in counted.items()}
 
 
 def _split(counted: Mapping[str, Any], prefix: Path, freq: FrequencyMap) -> FeatureTree:
@@ -229,6 +259,8 @@ def _split(counted: Mapping[str, Any], prefix: Path, freq: FrequencyMap) -> Feat
         path = (*prefix, key)
         tree[key] = _split(child, path, freq) if isinstance(child, dict) else {}
         freq.record(path, max(float(_total(child)), 1.0))  # zero counts become 1, as released
+        if isinstance(child, dict) and child:  # released avg_sub_frequency: mean child count
+            freq.avg_sub[path] = float(np.mean([_total(c) for c in child.values()]))
     return tree
 
 
@@ -238,12 +270,14 @@ def build_frequency_tree(
     max_depth: int = 3,
     top_n: int = 50,
     dict_min_size: int = 3,
+    collapsed_count: str = "children",
 ) -> tuple[FeatureTree, FrequencyMap]:
     """Frequency feature tree of many extracted feature trees (Sec. 2.1).
 
     Leaf paths are counted once per input tree, cut at ``max_depth``, pruned by
-    :func:`prune_top_n` and split into the bare tree and a :class:`FrequencyMap` where a leaf's
-    frequency is its count and an internal node's is the sum over its children.
+    :func:`prune_top_n` (categories are never collapsed; ``collapsed_count`` as there) and split
+    into the bare tree and a :class:`FrequencyMap` where a leaf's frequency is its count and an
+    internal node's is the sum over its children.
     """
     if isinstance(feature_trees, Mapping) or not isinstance(feature_trees, Sequence):
         raise TypeError(
@@ -251,30 +285,47 @@ def build_frequency_tree(
         )
     if not feature_trees:
         raise ValueError("feature_trees must hold at least one feature tree")
-    prune_top_n({}, top_n, dict_min_size)  # validates both sizes before any work
+    prune_top_n({}, top_n, dict_min_size, collapsed_count=collapsed_count)  # validates before any work
     counts = count_leaf_paths(feature_trees, max_depth)
     if not counts:
         raise ValueError("feature_trees: no features were extracted from any input")
-    counted = prune_top_n(_count_tree(counts), top_n, dict_min_size)
+    counted = prune_top_n(_count_tree(counts), top_n, dict_min_size, collapsed_count=collapsed_count)
     freq = FrequencyMap()
     return _split(counted, (), freq), freq
 
 
-def descendant_counts(tree: Mapping[str, Any]) -> dict[Path, float]:
-    """For every node, the number of nodes in its subtree, itself included (evolution weights)."""
-    out: dict[Path, float] = {}
+def descendant_counts(tree: Mapping[str, Any], *, match: str = "string") -> dict[Path, float]:
+    """For every node, the number of nodes below it, itself included (the evolution weights).
 
-    def walk(node: Mapping[str, Any], prefix: Path) -> int:
-        total = 0
-        for key, child in node.items():
-            path = (*prefix, key)
-            n = 1 + walk(child, path)
-            out[path] = float(n)
-            total += n
-        return total
+    Args:
+        match: ``"string"`` (as released: the nodes whose ``---``-joined path *string* starts with
+            this node's, so ``a---sort`` also counts ``a---sorted`` and its subtree) or ``"path"``
+            (the nodes of this node's own subtree).
+    """
+    if match not in ("string", "path"):
+        raise ValueError(f"match must be 'string' or 'path', got {match!r}")
+    paths = node_paths(tree)
+    if match == "path":
+        out: dict[Path, float] = {}
 
-    walk(tree, ())
-    return out
+        def walk(node: Mapping[str, Any], prefix: Path) -> int:
+            total = 0
+            for key, child in node.items():
+                path = (*prefix, key)
+                n = 1 + walk(child, path)
+                out[path] = float(n)
+                total += n
+            return total
+
+        walk(tree, ())
+        return out
+    joined = sorted("---".join(p) for p in paths)
+    # the strings with a given prefix form one contiguous run of the sorted list
+    return {
+        p: float(bisect.bisect_left(joined, k + "\U0010ffff") - bisect.bisect_left(joined, k))
+        for p in paths
+        for k in ("---".join(p),)
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,24 +484,77 @@ def merge_trees(base: Mapping[str, Any], addition: Mapping[str, Any]) -> Feature
 
 
 def new_node_frequencies(
-    sampled: Mapping[str, Any], expanded: Mapping[str, Any], freq: FrequencyMap
+    sampled: Mapping[str, Any],
+    expanded: Mapping[str, Any],
+    freq: FrequencyMap,
+    *,
+    siblings: str = "descendants",
 ) -> FrequencyMap:
     """Frequencies after an evolution step (Sec. 2.2), returned as a new map.
 
-    Each node of ``expanded`` that was not in ``sampled`` gets the mean frequency of its siblings
-    that were sampled; with no sampled sibling, the mean child frequency of its parent (1 when
-    unknown). A node that already had a frequency appends the new value to its history (its
-    frequency becomes the mean of the history).
+    Args:
+        sampled: the subtree the evolver was shown.
+        expanded: the evolver's reply (the grown subtree).
+        freq: the frequencies before the step (unchanged).
+        siblings: ``"descendants"`` (as released, ``get_new_node_frequencies``): a node of
+            ``expanded`` below depth 1 that is not a sampled node with a frequency gets the mean
+            frequency of every sampled node with a frequency below its parent (any depth, itself
+            excluded), else the parent's stored mean child frequency (1 when the parent has none);
+            all values are computed from ``freq``; new depth-1 nodes get no entry (weight 1 when
+            sampled); afterwards each touched parent's mean child frequency becomes the mean
+            frequency of every node below it. ``"direct"``: every new node, depth 1 included,
+            gets the mean frequency of its direct sampled siblings, else its parent's mean child
+            frequency computed on the fly.
+
+    A node that already had a frequency appends the new value to its history (its frequency
+    becomes the mean of the history).
     """
     validate_tree("sampled", sampled, nonempty=False)
     validate_tree("expanded", expanded, nonempty=False)
+    if siblings not in ("descendants", "direct"):
+        raise ValueError(f"siblings must be 'descendants' or 'direct', got {siblings!r}")
     out = freq.copy()
-    sampled_paths = set(node_paths(sampled))
-    for path in sorted(node_paths(expanded), key=len):
-        if path in sampled_paths:
+    if siblings == "direct":
+        sampled_paths = set(node_paths(sampled))
+        for path in sorted(node_paths(expanded), key=len):
+            if path in sampled_paths:
+                continue
+            sibs = [(*path[:-1], k) for k in subtree_at(sampled, path[:-1])]
+            known = [freq.frequency(s) for s in sibs if s in sampled_paths]
+            value = float(np.mean(known)) if known else out.avg_sub_frequency(path[:-1])
+            out.record(path, max(value, 1e-9))
+        return out
+
+    known_paths: list[Path] = []  # sampled nodes with a frequency (the walk stops at unknown ones)
+
+    def walk(node: Mapping[str, Any], prefix: Path) -> None:
+        for key, child in node.items():
+            path = (*prefix, key)
+            if path in freq:
+                known_paths.append(path)
+                walk(child, path)
+
+    walk(sampled, ())
+    known = set(known_paths)
+    values: dict[Path, float] = {}
+    for path in node_paths(expanded):
+        if len(path) < 2 or path in known:
             continue
-        siblings = [(*path[:-1], k) for k in subtree_at(sampled, path[:-1])]
-        known = [freq.frequency(s) for s in siblings if s in sampled_paths]
-        value = float(np.mean(known)) if known else out.avg_sub_frequency(path[:-1])
+        parent = path[:-1]
+        below = [
+            freq.frequency(p)
+            for p in known_paths
+            if len(p) > len(parent) and p[: len(parent)] == parent and p != path
+        ]
+        if below:
+            values[path] = float(np.mean(below))
+        else:
+            values[path] = freq.avg_sub.get(parent, 1.0) if parent in freq else 1.0
+    for path, value in values.items():
         out.record(path, max(value, 1e-9))
+        parent = path[:-1]
+        if parent in out:
+            n = len(parent)
+            sub = [out.frequency(p) for p in out.history if len(p) > n and p[:n] == parent]
+            out.avg_sub[parent] = float(np.mean(sub))
     return out
