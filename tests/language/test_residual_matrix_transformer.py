@@ -19,6 +19,7 @@ from icml25.language.residual_matrix_transformer import (
     LMTrainConfig,
     ResidualMatrixTransformer,
     RMTConfig,
+    bits_per_byte,
     byte_tensor,
     eval_windows,
     flop_count,
@@ -140,7 +141,8 @@ def _naive_rmt(model: ResidualMatrixTransformer, tokens: torch.Tensor) -> torch.
         )  # Eq. 20
         Xn = norm(layer.ff.norm, X)
         reads = torch.stack([torch.einsum("k,bnkv->bnv", layer.ff.in_read[h], Xn) for h in range(r)], -1)
-        out = layer.ff.fc2(F.gelu(layer.ff.fc1(reads.flatten(-2))))  # Eq. 24-25, features (v, r)
+        approximate = "tanh" if cfg.activation == "gelu_tanh" else "none"
+        out = layer.ff.fc2(F.gelu(layer.ff.fc1(reads.flatten(-2)), approximate=approximate))  # Eq. 24-25
         out = out.unflatten(-1, (cfg.d_value, r))
         X = X + sum(
             torch.einsum("k,bnv->bnkv", layer.ff.out_write[h], out[..., h]) for h in range(r)
@@ -150,11 +152,40 @@ def _naive_rmt(model: ResidualMatrixTransformer, tokens: torch.Tensor) -> torch.
     return model.unembedding(reads.flatten(-2))  # Eq. 26-27
 
 
-def test_rmt_matches_a_head_by_head_reference() -> None:
-    model = _perturb(ResidualMatrixTransformer(TINY).double())
+@pytest.mark.parametrize("activation", ["gelu_tanh", "gelu"])
+def test_rmt_matches_a_head_by_head_reference(activation: str) -> None:
+    model = _perturb(ResidualMatrixTransformer(dataclasses.replace(TINY, activation=activation)).double())
     x = _tokens(TINY, n=6)
     with torch.no_grad():
         torch.testing.assert_close(model(x), _naive_rmt(model, x))
+
+
+def test_gelu_is_the_released_codes_tanh_approximation_by_default() -> None:
+    """The released code calls ``hax.nn.gelu`` (tanh approximation); exact GELU is an opt-in."""
+    assert RMTConfig().activation == "gelu_tanh" and GPTConfig().activation == "gelu_tanh"
+    assert GPTConfig.twin_of(dataclasses.replace(TINY, activation="gelu")).activation == "gelu"
+    gen = torch.Generator().manual_seed(0)
+    h = torch.randn(3, TINY.rank * TINY.d_value, generator=gen)
+    outputs = {}
+    for act in ("gelu_tanh", "gelu"):
+        rmt = _perturb(ResidualMatrixTransformer(dataclasses.replace(TINY, activation=act)))
+        ff = rmt.layers[0].ff
+        with torch.no_grad():
+            pre = ff.fc1(h)
+            tanh_gelu = 0.5 * pre * (1 + torch.tanh(math.sqrt(2 / math.pi) * (pre + 0.044715 * pre**3)))
+            expected = tanh_gelu if act == "gelu_tanh" else F.gelu(pre)
+            # the core of Eq. 24, through the module's own activation
+            got = ff.fc2(F.gelu(pre, approximate="tanh" if act == "gelu_tanh" else "none"))
+            torch.testing.assert_close(got, ff.fc2(expected), atol=1e-6, rtol=1e-5)
+            outputs[act] = rmt(_tokens(TINY, n=6))
+        gpt = GPT(GPTConfig.twin_of(dataclasses.replace(TINY, activation=act)))
+        mlp_act = gpt.blocks[0].mlp.act
+        assert isinstance(mlp_act, nn.GELU) and mlp_act.approximate == (
+            "tanh" if act == "gelu_tanh" else "none"
+        )
+    assert not torch.allclose(outputs["gelu_tanh"], outputs["gelu"], atol=1e-7)  # same weights, other GELU
+    with pytest.raises(ValueError, match="activation"):
+        RMTConfig(activation="relu")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", ["rmt", "gpt"])
@@ -366,6 +397,28 @@ def test_lm_loss_is_cross_entropy_plus_z_loss() -> None:
         lm_loss(logits, targets[:, :2])
 
 
+@pytest.mark.parametrize("decay", ["independent", "lr_coupled"])
+def test_weight_decay_step_matches_the_released_optax_chain(decay: str) -> None:
+    """One AdamW step with zero gradients at the peak rate only decays the weights. The released chain
+    (``add_decayed_weights(1e-4)`` then the schedule, peak multiplier 1) shrinks them by 1e-4 whatever
+    the rate; PyTorch's coupled convention by ``lr × 1e-4`` (100x weaker at lr = 1e-2)."""
+    from icml25.language.residual_matrix_transformer import lm_optimizer
+
+    model = _perturb(ResidualMatrixTransformer(TINY))
+    cfg = LMTrainConfig(lr=1e-2, weight_decay=1e-4, decay=decay)  # type: ignore[arg-type]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = lm_optimizer(model, cfg)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    shrink = 1e-4 if decay == "independent" else 1e-2 * 1e-4
+    fc1 = dict(model.named_parameters())["layers.0.ff.fc1.weight"]
+    torch.testing.assert_close(fc1, before["layers.0.ff.fc1.weight"] * (1 - shrink), atol=0, rtol=1e-6)
+    torch.testing.assert_close(model.unembedding.weight, before["unembedding.weight"])  # never decayed
+    with pytest.raises(ValueError, match="decay"):
+        LMTrainConfig(decay="l2")  # type: ignore[arg-type]
+
+
 def test_weight_decay_skips_norms_embeddings_and_unembedding() -> None:
     for model in (ResidualMatrixTransformer(TINY), GPT(GPTConfig.twin_of(TINY))):
         decay, no_decay = lm_param_groups(model, 1e-4)
@@ -468,12 +521,17 @@ def test_full_scale_rmt_takes_one_step() -> None:
 def test_check_config_arms_criteria_and_validation() -> None:
     small = CHECK.config("small")
     arms = small.arms()
-    assert list(arms) == ["rmt", "gpt", "rmt_dk8", "rmt_small", "gpt_small"]
+    assert list(arms) == ["rmt", "gpt", "rmt_dk4", "rmt_small", "gpt_small"]
     assert arms["gpt"] == GPTConfig.twin_of(small.rmt)
     claim = CHECK.claim_for(CHECK.config("small", {"dk_sweep": (8, 128)}))
     names = {c.name for c in claim.criteria}
-    assert {"dk_8_to_32", "dk_32_to_128", "fewer_flops_to_match"} <= names
+    assert {"dk_8_to_32", "dk_32_to_128", "fewer_flops_to_match", "equal_flops_lower_bpb"} <= names
     assert "rmt_dk128" in claim.baselines
+    assert claim.references == ("unigram", "bigram")
+    assert claim.headline_criterion().name == "equal_flops_lower_bpb"
+    for c in claim.criteria_at("small"):  # every arm-vs-arm criterion is paired
+        assert c.other_arm is None or c.smallest_effect is not None, c.name
+    assert {g.name for g in claim.gates_at("small")} >= {"transformer_beats_bigram", "compute_matched"}
     full = CHECK.config("full")
     assert (full.rmt.d_key, full.rmt.d_value, full.rmt.rank, full.rmt.n_layers, full.rmt.d_ff) == (
         32,
@@ -489,6 +547,52 @@ def test_check_config_arms_criteria_and_validation() -> None:
         RMTCheckConfig(lrs=())
     with pytest.raises(ValueError, match="n_ctx"):
         RMTCheckConfig(train=LMTrainConfig(seq_len=128))
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small", "full"])
+def test_every_arm_of_a_size_trains_for_the_same_flops(scale: str) -> None:
+    """The D_k finding: arms were compared after equal steps, where D_k = 8 costs 18 % fewer FLOPs
+    than D_k = 32. Now each arm's steps spend its size's budget (the twin transformer's FLOPs)."""
+    cfg = CHECK.config(scale)
+    tokens = cfg.train.tokens_per_step
+    per_token = {a: flops_per_token(c, cfg.train.seq_len) for a, c in cfg.arms().items()}
+    assert cfg.arm_steps("gpt") == cfg.train.steps and cfg.arm_steps("gpt_small") == cfg.train.steps
+    for arm in cfg.arms():
+        spent = cfg.arm_steps(arm) * tokens * per_token[arm]
+        assert abs(spent / cfg.budget(arm) - 1) <= 0.5 / cfg.arm_steps(arm) * 1.0001  # rounding only
+    dks = cfg.dk_arms()
+    assert cfg.arm_steps(dks[0][1]) > cfg.arm_steps(dks[-1][1])  # a smaller D_k is cheaper: more steps
+    assert cfg.arm_steps("rmt", cfg.pilot_steps) == round(
+        cfg.budget("rmt") * cfg.pilot_steps / cfg.train.steps / (tokens * per_token["rmt"])
+    )
+
+
+def test_ngram_floors_and_window_scores() -> None:
+    from icml25.language.residual_matrix_transformer import NgramModel, random_windows, window_bits
+
+    data = byte_tensor("abababababcabababab" * 50)
+    uni, bi = NgramModel.fit(data, 1), NgramModel.fit(data, 2)
+    assert uni.log_probs.exp().sum().item() == pytest.approx(1.0)
+    torch.testing.assert_close(bi.log_probs.exp().sum(1), torch.ones(256, dtype=torch.float64))
+    windows = eval_windows(data, 8, 64)
+    assert (bi.window_bits(windows) < uni.window_bits(windows)).all()  # the bigram sees the alternation
+    a, b = ord("a"), ord("b")
+    pairs = list(zip(data[:-1].tolist(), data[1:].tolist(), strict=True))
+    c_ab, c_a = pairs.count((a, b)), sum(p == a for p, _ in pairs)
+    p_b = (data.tolist().count(b) + 0.5) / (data.numel() + 0.5 * 256)
+    expected = (c_ab + 100.0 * p_b) / (c_a + 100.0)  # Dirichlet smoothing toward the unigram, mu = 100
+    assert bi.log_probs[a, b].exp().item() == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="order"):
+        NgramModel.fit(data, 3)
+    gen = torch.Generator().manual_seed(0)
+    w0 = random_windows(data, 8, 20, gen)
+    w1 = random_windows(data, 8, 20, torch.Generator().manual_seed(1))
+    assert w0.shape == (20, 9) and not torch.equal(w0, w1)  # each seed draws its own items
+    torch.testing.assert_close(w0, random_windows(data, 8, 20, torch.Generator().manual_seed(0)))
+    model = _perturb(ResidualMatrixTransformer(dataclasses.replace(TINY, vocab_size=256, n_ctx=8)))
+    per_window = window_bits(model, w0, batch_size=7)
+    assert per_window.shape == (20,)
+    assert per_window.mean().item() == pytest.approx(bits_per_byte(model, w0), rel=1e-5)
 
 
 # ---------------------------------------------------------------- the transformers causal-LM interface

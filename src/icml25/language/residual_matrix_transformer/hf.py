@@ -64,6 +64,7 @@ class RMTLMConfig(PreTrainedConfig):
     zero_init_unembed: bool = True
     residual_scaling: bool = True
     inverse_layer_scaling: bool = True
+    activation: str = "gelu_tanh"
 
     def to_rmt(self) -> RMTConfig:
         """The :class:`~.model.RMTConfig` with these fields (validated there)."""

@@ -50,6 +50,9 @@ __all__ = [
 
 NormKind = Literal["layer", "rms"]
 PosKind = Literal["learned", "alibi"]
+ActivationKind = Literal["gelu_tanh", "gelu"]
+#: the torch ``approximate=`` argument of each activation
+_GELU_APPROX = {"gelu_tanh": "tanh", "gelu": "none"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -62,6 +65,8 @@ def _check_common(cfg: RMTConfig | GPTConfig) -> None:
         raise ValueError(f"norm must be 'layer' or 'rms', got {cfg.norm!r}")
     if cfg.pos not in ("learned", "alibi"):
         raise ValueError(f"pos must be 'learned' or 'alibi', got {cfg.pos!r}")
+    if cfg.activation not in _GELU_APPROX:
+        raise ValueError(f"activation must be one of {sorted(_GELU_APPROX)}, got {cfg.activation!r}")
     check_fields(cfg, positive=("norm_eps", "init_std"))
 
 
@@ -88,6 +93,8 @@ class RMTConfig:
         zero_init_unembed: start the unembedding at zero.
         residual_scaling: scale residual writes by 1/√(2L) at initialisation (GPT-2).
         inverse_layer_scaling: divide attention logits by (layer index + 1) (Mistral's tweak).
+        activation: the feed-forward GELU: ``"gelu_tanh"``, the tanh approximation the released
+            code runs (``hax.nn.gelu`` = ``jax.nn.gelu(approximate=True)``), or the exact ``"gelu"``.
     """
 
     vocab_size: int = 50257
@@ -105,6 +112,7 @@ class RMTConfig:
     zero_init_unembed: bool = True
     residual_scaling: bool = True
     inverse_layer_scaling: bool = True
+    activation: ActivationKind = "gelu_tanh"
 
     def __post_init__(self) -> None:
         check_fields(
@@ -145,6 +153,7 @@ class GPTConfig:
     zero_init_unembed: bool = True
     residual_scaling: bool = True
     inverse_layer_scaling: bool = True
+    activation: ActivationKind = "gelu_tanh"
 
     def __post_init__(self) -> None:
         check_fields(self, positive_int=("vocab_size", "n_ctx", "n_layers", "d_model", "n_heads", "d_ff"))
@@ -174,6 +183,7 @@ class GPTConfig:
             zero_init_unembed=rmt.zero_init_unembed,
             residual_scaling=rmt.residual_scaling,
             inverse_layer_scaling=rmt.inverse_layer_scaling,
+            activation=rmt.activation,
         )
 
 
@@ -324,7 +334,7 @@ class RMTFeedForward(nn.Module):
 
     def forward(self, x_t: Tensor) -> Tensor:
         h = _retrieve(self.norm(x_t), self.in_read).flatten(-2)  # Eq. 25: (b, n, v·r)
-        h = self.fc2(F.gelu(self.fc1(h)))  # Eq. 24
+        h = self.fc2(F.gelu(self.fc1(h), approximate=_GELU_APPROX[self.cfg.activation]))  # Eq. 24
         return _store(self.out_write, h.unflatten(-1, (self.cfg.d_value, self.cfg.rank)))  # Eq. 23
 
 
@@ -492,7 +502,7 @@ class GPT(nn.Module):
                 cfg.n_heads,
                 norm=cfg.norm,
                 norm_eps=cfg.norm_eps,
-                activation="gelu",
+                activation=cfg.activation,
                 qkv_bias=False,
                 proj_bias=False,
                 mlp_bias=False,

@@ -4,9 +4,12 @@ ICML 2025, https://arxiv.org/abs/2506.22696).
 
 Recipe: cross-entropy plus z-loss ``1e-4 · (log Z)²`` (losses are reported without it); AdamW with
 β = (0.9, 0.95), ε = 1e-8 and decoupled weight decay 1e-4 on everything except norms, the
-embedding tables and the unembedding; gradient clipping at 1.0; linear warm-up over 5 % of the steps,
-then cosine decay to 10 % of the peak learning rate. Training goes through :func:`icml25.nn.fit`;
-each step reads ``batch_size`` random windows of ``seq_len + 1`` bytes.
+embedding tables and the unembedding, applied as the released code does (``decay="independent"``:
+each step shrinks a weight by ``1e-4 × the schedule's multiplier``, not by ``1e-4 × the learning
+rate``, which at the released peak rate 1e-2 is 100× stronger than PyTorch's coupled convention);
+gradient clipping at 1.0; linear warm-up over 5 % of the steps, then cosine decay to 10 % of the
+peak learning rate. Training goes through :func:`icml25.nn.fit`; each step reads ``batch_size``
+random windows of ``seq_len + 1`` bytes.
 
 Data: the bytes (UTF-8) of a text corpus, vocabulary 256; validation bits per byte =
 cross-entropy in nats / ln 2 on fixed non-overlapping windows.
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -39,14 +42,19 @@ __all__ = [
     "byte_data",
     "lm_loss",
     "lm_param_groups",
+    "lm_optimizer",
     "eval_windows",
     "bits_per_byte",
+    "window_bits",
+    "random_windows",
+    "NgramModel",
     "train_lm",
     "value_at_flops",
     "flops_to_reach",
 ]
 
 LN2 = math.log(2.0)
+DecayKind = Literal["independent", "lr_coupled"]
 _NO_DECAY_PREFIXES = ("tok_emb", "pos_emb", "unembedding.")
 
 
@@ -62,6 +70,10 @@ class LMTrainConfig:
         warmup_frac: fraction of the steps spent in linear warm-up (5 %).
         min_lr_frac: the cosine floor as a fraction of ``lr`` (10 %).
         weight_decay: decoupled AdamW decay of matrices and key vectors (1e-4).
+        decay: how ``weight_decay`` scales with the learning rate. ``"independent"`` (the released
+            code: optax's ``add_decayed_weights`` before the schedule, whose peak is 1) shrinks a
+            weight per step by ``weight_decay × lr_t / lr``; ``"lr_coupled"`` (PyTorch's AdamW
+            convention) by ``weight_decay × lr_t``.
         betas, eps: AdamW (0.9, 0.95), 1e-8.
         grad_clip: global gradient-norm clip (1.0).
         z_loss: coefficient of ``(log Z)²`` (1e-4).
@@ -76,6 +88,7 @@ class LMTrainConfig:
     warmup_frac: float = 0.05
     min_lr_frac: float = 0.1
     weight_decay: float = 1e-4
+    decay: DecayKind = "independent"
     betas: tuple[float, float] = (0.9, 0.95)
     eps: float = 1e-8
     grad_clip: float = 1.0
@@ -91,8 +104,15 @@ class LMTrainConfig:
             positive=("lr", "eps"),
             non_negative=("weight_decay", "grad_clip", "z_loss"),
         )
+        if self.decay not in ("independent", "lr_coupled"):
+            raise ValueError(f"decay must be 'independent' or 'lr_coupled', got {self.decay!r}")
         check_in_range("LMTrainConfig.warmup_frac", self.warmup_frac, 0.0, 1.0)
         check_in_range("LMTrainConfig.min_lr_frac", self.min_lr_frac, 0.0, 1.0)
+
+    @property
+    def torch_weight_decay(self) -> float:
+        """The ``weight_decay`` to hand PyTorch's AdamW (which multiplies it by the current rate)."""
+        return self.weight_decay / self.lr if self.decay == "independent" else self.weight_decay
 
     @property
     def tokens_per_step(self) -> int:
@@ -214,6 +234,17 @@ def eval_windows(tokens: Tensor, seq_len: int, max_tokens: int) -> Tensor:
     return tokens[idx].long()
 
 
+def lm_optimizer(model: nn.Module, config: LMTrainConfig) -> torch.optim.Optimizer:
+    """AdamW over :func:`lm_param_groups` at the peak rate ``config.lr`` (the schedule rescales it),
+    with the decay convention of ``config.decay``."""
+    optimizer = make_optimizer(
+        lm_param_groups(model, config.torch_weight_decay), "adamw", lr=config.lr, betas=config.betas
+    )
+    for group in optimizer.param_groups:
+        group["eps"] = config.eps
+    return optimizer
+
+
 @torch.no_grad()
 def bits_per_byte(model: nn.Module, windows: Tensor, batch_size: int = 64) -> float:
     """Mean next-byte cross-entropy in bits over ``windows (m, n + 1)``."""
@@ -224,6 +255,70 @@ def bits_per_byte(model: nn.Module, windows: Tensor, batch_size: int = 64) -> fl
         total += float(ce) * chunk[:, 1:].numel()
         count += chunk[:, 1:].numel()
     return total / count / LN2
+
+
+@torch.no_grad()
+def window_bits(model: nn.Module, windows: Tensor, batch_size: int = 64) -> Tensor:
+    """Mean next-byte cross-entropy in bits of each window of ``windows (m, n + 1)``: ``(m,)``, the
+    per-item scores a paired comparison bootstraps over (their mean is :func:`bits_per_byte`)."""
+    out = []
+    for chunk in windows.split(batch_size):
+        logits = model(chunk[:, :-1]).float()
+        ce = F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten().long(), reduction="none")
+        out.append(ce.view(chunk.shape[0], -1).mean(1) / LN2)
+    return torch.cat(out)
+
+
+def random_windows(tokens: Tensor, seq_len: int, count: int, generator: torch.Generator) -> Tensor:
+    """``count`` windows ``(count, seq_len + 1)`` starting at uniformly drawn offsets of ``tokens``
+    (with replacement; a seed's own draw of test items)."""
+    if count < 1:
+        raise ValueError(f"count must be positive, got {count}")
+    n_starts = tokens.numel() - seq_len
+    if n_starts < 1:
+        raise ValueError(f"the split has {tokens.numel()} tokens, fewer than one window of {seq_len + 1}")
+    starts = torch.randint(0, n_starts, (count,), generator=generator)
+    return tokens[starts[:, None] + torch.arange(seq_len + 1)[None, :]].long()
+
+
+@dataclass(frozen=True)
+class NgramModel:
+    """A byte unigram or bigram model counted on training bytes: the floor a trained language model
+    must clear. The unigram adds ``alpha`` to every count; the bigram's rows are smoothed toward the
+    unigram with a Dirichlet prior of strength ``mu``: ``p(b | a) = (c(a, b) + mu p(b)) / (c(a) + mu)``.
+
+    Attributes:
+        log_probs: ``(V,)`` (unigram) or ``(V, V)`` (bigram; row = previous byte) natural logs.
+    """
+
+    log_probs: Tensor
+
+    @classmethod
+    def fit(
+        cls, tokens: Tensor, order: int, vocab_size: int = 256, *, alpha: float = 0.5, mu: float = 100.0
+    ) -> NgramModel:
+        if order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, got {order}")
+        if not (alpha > 0 and mu > 0):
+            raise ValueError(f"alpha and mu must be positive, got {alpha}, {mu}")
+        t = tokens.long()
+        uni = torch.bincount(t, minlength=vocab_size).double() + alpha
+        uni = uni / uni.sum()
+        if order == 1:
+            return cls(uni.log())
+        pairs = torch.bincount(t[:-1] * vocab_size + t[1:], minlength=vocab_size**2).double()
+        pairs = pairs.view(vocab_size, vocab_size)
+        probs = (pairs + mu * uni[None, :]) / (pairs.sum(1, keepdim=True) + mu)
+        return cls(probs.log())
+
+    def window_bits(self, windows: Tensor) -> Tensor:
+        """Mean next-byte cross-entropy in bits of each window ``(m, n + 1)``: ``(m,)``."""
+        targets = windows[:, 1:].long()
+        if self.log_probs.ndim == 1:
+            logp = self.log_probs[targets]
+        else:
+            logp = self.log_probs[windows[:, :-1].long(), targets]
+        return (-logp.mean(1) / LN2).float()
 
 
 @dataclass(frozen=True)
@@ -307,11 +402,7 @@ def train_lm(
             on_eval(record.step, float(record.metrics["val_bpb"]))
 
     fcfg = config.fit_config()
-    optimizer = make_optimizer(
-        lm_param_groups(model, config.weight_decay), "adamw", lr=config.lr, betas=config.betas
-    )
-    for group in optimizer.param_groups:
-        group["eps"] = config.eps
+    optimizer = lm_optimizer(model, config)
     hist = fit(
         model,
         loss_fn,
