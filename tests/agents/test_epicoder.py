@@ -371,6 +371,21 @@ def test_evolve_tree_grows_and_records_frequencies() -> None:
     assert all(result.freq.frequency(p) > 0 for p in node_paths(result.tree))
 
 
+def test_catalog_evolver_adds_no_empty_category() -> None:
+    """Regression: the catalogue lists categories it has no features for ("workflow",
+    "functionality", "algorithm"); proposed as new top-level siblings they became bare leaves that
+    the task sampler then drew as one-feature categories."""
+    sub = {"data processing": {"string manipulation": {"split": {}}}}
+    grown = CatalogEvolver(breadth=50, depth=0).expand(sub, np.random.default_rng(0))
+    new = set(grown) - set(sub)
+    assert new and all(grown[c] == {} for c in new)  # breadth only: new categories come bare here
+    from icml25.agents.epicoder.evolve import default_catalog
+
+    catalog = default_catalog()
+    assert all(catalog[c] for c in new)  # ... but each has features in the catalogue
+    assert "workflow" not in grown and "functionality" not in grown
+
+
 def test_evolve_tree_samples_only_the_evolution_categories() -> None:
     tree = {
         "data processing": {"string manipulation": {"split": {}, "join": {}}},
@@ -415,6 +430,7 @@ def test_block_diversity_known_values() -> None:
     np.testing.assert_array_equal(d["distinct"], [2.0, 1.0])
     p = np.array([2, 1]) / 3
     np.testing.assert_allclose(d["entropy"], [-(p * np.log(p)).sum(), 0.0])
+    np.testing.assert_array_equal(d["mentions"], [3.0, 2.0])
     with pytest.raises(ValueError, match="block"):
         block_diversity(specs, 6)
 

@@ -526,6 +526,8 @@ class EpiCoderCheck(ClaimCheck[EpiCoderCheckConfig]):
             items[arm] = {"distinct_features": div["distinct"], "entropy": div["entropy"]}
             metrics[arm] = {
                 "spec_size": _mean([len(s) for s in arm_specs]),
+                # reported, not judged: distinct features per feature mention (size-adjusted)
+                "distinct_per_mention": float(np.mean(div["distinct"] / np.maximum(div["mentions"], 1.0))),
                 "spec_distinct_total": float(len({f for s in arm_specs for f in s})),
             }
         for arm in (OURS, "snippet", "tree", "tree_t1"):

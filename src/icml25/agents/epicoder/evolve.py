@@ -199,7 +199,8 @@ class CatalogEvolver:
     """Offline evolver: siblings and children proposed from a catalogue instead of an LLM.
 
     Breadth: every node of the subtree gets up to ``breadth`` new siblings drawn (uniformly, without
-    replacement) from the catalogue's children of its parent that the subtree lacks. Depth: every
+    replacement) from the catalogue's children of its parent that the subtree lacks (at the top
+    level only categories the catalogue has features for: an empty category is not a feature). Depth: every
     leaf gets up to ``depth`` children from the catalogue's children of the same path, or, for a
     standard-library module name, from the module's public functions (:func:`public_names`).
     """
@@ -236,6 +237,8 @@ class CatalogEvolver:
         for parent in sorted(parents):
             have = set(subtree_at(subtree, parent)) if parent else set(subtree)
             pool = [k for k in self._children(parent) if k not in have]
+            if not parent:  # a new category must bring features: the catalogue's empty ones are not
+                pool = [k for k in pool if self._children((k,))]
             if pool and self.breadth:
                 for i in rng.choice(len(pool), size=min(self.breadth, len(pool)), replace=False):
                     put((*parent, pool[int(i)]))

@@ -135,22 +135,27 @@ def top_specs(counts: Mapping[Path, float], sizes: Sequence[int]) -> list[Spec]:
 
 def block_diversity(specs: Sequence[Spec], block: int) -> dict[str, np.ndarray]:
     """Per block of ``block`` consecutive specs (a trailing partial block is dropped): the number of
-    distinct features (``distinct``) and the Shannon entropy in nats of how often each is used
-    (``entropy``)."""
+    distinct features (``distinct``), the Shannon entropy in nats of how often each is used
+    (``entropy``) and the number of feature mentions (``mentions``, the summed spec sizes)."""
     if not isinstance(block, int) or isinstance(block, bool) or block < 1:
         raise ValueError(f"block must be a positive integer, got {block!r}")
     n_blocks = len(specs) // block
     if n_blocks == 0:
         raise ValueError(f"need at least one block of {block} specs, got {len(specs)} specs")
-    distinct, entropy = [], []
+    distinct, entropy, mentions = [], [], []
     for b in range(n_blocks):
         counts: Counter[Path] = Counter(f for s in specs[b * block : (b + 1) * block] for f in s)
         total = sum(counts.values())
         distinct.append(float(len(counts)))
+        mentions.append(float(total))
         entropy.append(
             -math.fsum(sorted((c / total) * math.log(c / total) for c in counts.values())) if total else 0.0
         )
-    return {"distinct": np.asarray(distinct), "entropy": np.asarray(entropy)}
+    return {
+        "distinct": np.asarray(distinct),
+        "entropy": np.asarray(entropy),
+        "mentions": np.asarray(mentions),
+    }
 
 
 def combination_novelty(specs: Sequence[Spec], corpus: Sequence[Mapping[str, Any]]) -> float:
