@@ -520,8 +520,8 @@ def new_node_frequencies(
             if path in sampled_paths:
                 continue
             sibs = [(*path[:-1], k) for k in subtree_at(sampled, path[:-1])]
-            known = [freq.frequency(s) for s in sibs if s in sampled_paths]
-            value = float(np.mean(known)) if known else out.avg_sub_frequency(path[:-1])
+            sib_freqs = [freq.frequency(s) for s in sibs if s in sampled_paths]
+            value = float(np.mean(sib_freqs)) if sib_freqs else out.avg_sub_frequency(path[:-1])
             out.record(path, max(value, 1e-9))
         return out
 
