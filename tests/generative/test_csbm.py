@@ -245,3 +245,185 @@ def test_full_config_constructs_and_runs_one_step() -> None:
     loss.backward()
     opt.step()
     assert torch.isfinite(loss)
+
+
+# -- issue 41: the check's comparisons -------------------------------------------------------------
+
+
+def test_beats_continuous_compares_with_a_learned_bridge_not_the_data_floor() -> None:
+    """The continuous-space comparison is against a learned bridge (a baseline); resampling the
+    training targets is the data floor, a reference that no generator can beat."""
+    from icml25.generative.csbm.check import CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    crit = {c.name: c for c in claim.criteria}
+    assert crit["beats_continuous"].other_arm == "dsbm"
+    assert "dsbm" in claim.baselines
+    assert {"data_floor", "identity", "exact_sb"} <= set(claim.references)
+    for c in claim.criteria_at("small"):
+        if c.other_arm is not None:
+            assert c.other_arm not in claim.references
+            assert c.smallest_effect is not None and c.effect_source
+    assert claim.gates_at("small")
+
+
+def _spy_run(monkeypatch: pytest.MonkeyPatch, **overrides: object) -> tuple[list, list, object]:
+    from icml25.generative.csbm import check as check_mod
+
+    bm_calls: list[tuple[float, int]] = []
+    cont_calls: list[float] = []
+    real_bm, real_cbm = check_mod.train_bridge_matching, check_mod.train_continuous_bm
+
+    def spy_bm(ref, start, end, config, steps, **kw):  # type: ignore[no-untyped-def]
+        bm_calls.append((config.lr, steps))
+        return real_bm(ref, start, end, config, steps, **kw)
+
+    def spy_cbm(source, target, config, sigma, steps, **kw):  # type: ignore[no-untyped-def]
+        cont_calls.append(config.lr)
+        return real_cbm(source, target, config, sigma, steps, **kw)
+
+    monkeypatch.setattr(check_mod, "train_bridge_matching", spy_bm)
+    monkeypatch.setattr(check_mod, "train_continuous_bm", spy_cbm)
+    result = check_mod.CSBMCheck().run("tiny", overrides=dict(overrides))
+    return bm_calls, cont_calls, result
+
+
+def test_bm_gets_the_forward_steps_of_all_csbm_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Equal budget: the bridge-matching arm trains as many forward steps as csbm's forward network
+    gets over its rounds (it had round 1's steps only)."""
+    from icml25.generative.csbm.check import CHECK
+
+    d = CHECK.config("tiny").toy_dimf
+    bm_calls, _, _ = _spy_run(monkeypatch)
+    assert bm_calls[-1][1] == d.first_steps + (d.iterations - 1) * d.steps
+
+
+def test_every_learned_arm_gets_the_same_lr_sweep_also_on_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Digits had one learning rate; now the discrete and continuous families each run one
+    validation pilot per rate, in both parts, and the chosen rates are reported."""
+    lrs = (1e-3, 3e-3)
+    bm_calls, cont_calls, result = _spy_run(
+        monkeypatch,
+        lrs=lrs,
+        run_digits=True,
+        digits_split=(20, 10),
+        digits_dimf=DIMFConfig(
+            iterations=2,
+            first_steps=5,
+            steps=3,
+            batch_size=16,
+            n_pairs=64,
+            net=NetConfig(hidden=8, depth=1, time_dim=4),
+        ),
+    )
+    pilots = [lr for lr, steps in bm_calls if steps in (15, 5)]
+    assert sorted(pilots) == sorted(lrs * 2)  # toy and digits, one pilot per rate
+    assert sorted(cont_calls) == sorted(lrs * 2)
+    assert result.metrics["csbm"]["digits_lr"].values[0] in lrs  # type: ignore[attr-defined]
+    assert result.metrics["dsbm"]["digits_lr"].values[0] in lrs  # type: ignore[attr-defined]
+    assert "digits_energy" in result.metrics["bm"]
+
+
+def test_energy_item_scores_average_to_the_energy_distance() -> None:
+    from icml25.generative.csbm.data import energy_item_scores
+
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(40, 2, generator=g).double(), torch.randn(30, 2, generator=g).double() + 1
+    rows = energy_item_scores(a, b)
+    assert rows.shape == (40,)
+    assert abs(float(rows.mean()) - energy_distance(a, b)) < 1e-12
+
+
+def test_sde_sampler_with_the_exact_bridge_drift_ends_at_the_endpoint() -> None:
+    from icml25.generative.csbm.continuous import DriftNet, sample_sde
+
+    end = torch.tensor([1.5, -0.5])
+
+    class Exact(DriftNet):
+        def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+            return (end - x) / (1 - s)[:, None]
+
+    x0 = torch.randn(16, 2, generator=torch.Generator().manual_seed(0))
+    out = sample_sde(Exact(2, NetConfig(hidden=4, depth=1, time_dim=2)), x0, 0.7, 20, torch.Generator())
+    assert torch.allclose(out, end.double().expand(16, 2), atol=1e-5)
+
+
+def test_bridge_drift_loss_is_zero_for_the_exact_drift_without_noise_error() -> None:
+    from icml25.generative.csbm.continuous import DriftNet, bridge_drift_loss
+
+    class Exact(DriftNet):
+        target: torch.Tensor
+
+        def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+            return (self.target - x) / (1 - s)[:, None]
+
+    net = Exact(1, NetConfig(hidden=4, depth=1, time_dim=2))
+    net.target = torch.full((64, 1), 2.0)
+    src = torch.zeros(64, 1, dtype=torch.float64)
+    loss = bridge_drift_loss(net, src, torch.full((64, 1), 2.0), 0.5, "forward", torch.Generator())
+    assert float(loss) < 1e-6
+
+
+def test_continuous_dimf_learns_a_shift() -> None:
+    from icml25.generative.csbm.continuous import train_continuous_dimf
+
+    g = torch.Generator().manual_seed(0)
+    src = torch.randn(512, 1, generator=g).double() * 0.3
+    tgt = src + 2.0
+    cfg = DIMFConfig(
+        iterations=2,
+        first_steps=150,
+        steps=30,
+        batch_size=64,
+        n_pairs=512,
+        lr=1e-2,
+        net=NetConfig(hidden=32, depth=1, time_dim=4),
+    )
+    res = train_continuous_dimf(src, tgt, cfg, sigma=0.2, n_sample_steps=20)
+    assert len(res.forward) == 2
+    out = res.translate(src[:200], g)
+    assert abs(float(out.mean()) - 2.0) < 0.3
+
+
+def test_reference_sigma_matches_the_categorical_variance() -> None:
+    from icml25.generative.csbm.continuous import reference_sigma
+
+    ref = _ref(kind="gaussian", s=41, alpha=0.05, n=4, skip=3)
+    row = ref.Qbar[-1][20]
+    k = torch.arange(41, dtype=torch.float64)
+    var = float((row * (k - 20) ** 2).sum())  # symmetric around the middle state
+    assert abs(reference_sigma(ref, 0.5) - 0.5 * var**0.5) < 1e-9
+    with pytest.raises(ValueError):
+        reference_sigma(ref, 0.0)
+
+
+def test_official_log_floor_flag_distorts_far_bridges() -> None:
+    """Exact logs put the bridge between far endpoints in the middle; the official log(p + 1e-20)
+    (a flag) moves it to the endpoints, where the floor dominates the tiny true probabilities."""
+    cfg = dict(kind="gaussian", n_states=30, alpha=0.1, n_steps=1, skip=1)
+    exact = CategoricalReference(ReferenceConfig(**cfg))  # type: ignore[arg-type]
+    official = CategoricalReference(ReferenceConfig(**cfg, log_eps=1e-20))  # type: ignore[arg-type]
+    a, b = torch.tensor([[0]]), torch.tensor([[29]])
+    assert 0 < float(exact.Qbar[-1][0, 29]) < 1e-80
+    assert int(exact.bridge_probs(a, b, 1)[0, 0].argmax()) in (14, 15)
+    assert int(official.bridge_probs(a, b, 1)[0, 0].argmax()) in (0, 29)
+    near = torch.tensor([[3]]), torch.tensor([[4]])
+    assert torch.allclose(exact.bridge_probs(*near, 1), official.bridge_probs(*near, 1), atol=1e-10)
+    with pytest.raises(ValueError):
+        ReferenceConfig(log_eps=-1.0)
+
+
+def test_raw_first_step_flag_returns_the_prediction_at_t1_only() -> None:
+    ref_raw = CategoricalReference(
+        ReferenceConfig(kind="uniform", n_states=5, alpha=0.3, n_steps=2, skip=1, raw_first_step=True)
+    )
+    ref = CategoricalReference(ReferenceConfig(kind="uniform", n_states=5, alpha=0.3, n_steps=2, skip=1))
+    x = torch.tensor([[1, 2], [3, 4]])
+    pred = torch.softmax(
+        torch.randn(2, 2, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64), -1
+    )
+    t = torch.tensor([1, 2])
+    raw, mixed = ref_raw.model_step_probs(x, pred, t), ref.model_step_probs(x, pred, t)
+    assert torch.allclose(raw[0], pred[0])
+    assert not torch.allclose(mixed[0], pred[0])
+    assert torch.allclose(raw[1], mixed[1])

@@ -29,6 +29,8 @@ __all__ = [
     "entropic_ot_translate",
     "sb_conditional_2d",
     "sb_conditional_loglik",
+    "sb_conditional_logliks",
+    "energy_item_scores",
 ]
 
 
@@ -72,6 +74,18 @@ def digits_pair(source_digit: int = 3, target_digit: int = 2) -> tuple[Tensor, T
     x = torch.from_numpy(d.data.astype(np.int64))
     y = torch.from_numpy(d.target)
     return x[y == source_digit], x[y == target_digit]
+
+
+def energy_item_scores(a: Tensor, b: Tensor) -> Tensor:
+    """Per-row contributions to :func:`energy_distance`: row ``i`` of ``a`` scores
+    ``2 mean_j |a_i - b_j| - mean_j |a_i - a_j| - E|B - B'|``; their mean is the energy distance, so
+    two samples translated from the same inputs pair up row by row."""
+    for name, x in (("a", a), ("b", b)):
+        check_finite_array(name, x, ndim=2)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"a and b must have the same dimension, got {a.shape[1]} and {b.shape[1]}")
+    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    return 2 * torch.cdist(a, b).mean(1) - torch.cdist(a, a).mean(1) - torch.cdist(b, b).mean()
 
 
 def energy_distance(a: Tensor, b: Tensor) -> float:
@@ -154,6 +168,11 @@ def sb_conditional_2d(
 def sb_conditional_loglik(cond: Tensor, n_states: int, starts: Tensor, ends: Tensor) -> float:
     """Mean ``log q*(x_0 | x_{N+1})`` of 2-D pairs under the conditional from :func:`sb_conditional_2d`;
     ``starts`` (translations) and ``ends`` (inputs) are ``(n, 2)`` integer tensors."""
+    return float(sb_conditional_logliks(cond, n_states, starts, ends).mean())
+
+
+def sb_conditional_logliks(cond: Tensor, n_states: int, starts: Tensor, ends: Tensor) -> Tensor:
+    """Per-pair ``log q*(x_0 | x_{N+1})`` (float64, shape ``(n,)``); see :func:`sb_conditional_loglik`."""
     s = n_states
     for name, x in (("starts", starts), ("ends", ends)):
         if not isinstance(x, Tensor) or x.ndim != 2 or x.shape[1] != 2 or x.shape[0] == 0:
@@ -162,4 +181,4 @@ def sb_conditional_loglik(cond: Tensor, n_states: int, starts: Tensor, ends: Ten
             raise TypeError(f"{name} must hold integer states")
     i0 = starts[:, 0].long() * s + starts[:, 1].long()
     i1 = ends[:, 0].long() * s + ends[:, 1].long()
-    return float(cond[i0, i1].clamp_min(1e-30).log().mean())
+    return cond[i0, i1].clamp_min(1e-30).log()

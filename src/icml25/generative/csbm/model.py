@@ -41,6 +41,8 @@ __all__ = [
     "sample_chain",
     "train_markovian_projection",
     "train_dimf",
+    "train_bridge_matching",
+    "dimf_fit_config",
 ]
 
 
@@ -221,6 +223,46 @@ class DIMFResult:
     seconds: float = 0.0
 
 
+def dimf_fit_config(config: DIMFConfig, steps: int) -> FitConfig:
+    """The optimiser settings of one projection: AdamW betas (0.95, 0.99), batches drawn with
+    replacement from the pool, a short warm-up, ``config``'s batch size and learning rate."""
+    return FitConfig(
+        steps=steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        betas=(0.95, 0.99),
+        sampling="replacement",
+        warmup_steps=min(50, steps // 10),
+    )
+
+
+def train_bridge_matching(
+    ref: CategoricalReference,
+    start_data: Tensor,
+    end_data: Tensor,
+    config: DIMFConfig,
+    steps: int,
+    *,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> EndpointNet:
+    """One forward network (end -> start) fitted for ``steps`` steps on a pool of ``config.n_pairs``
+    independent pairs: bridge matching, i.e. D-IMF's first round without the backward network."""
+    check_positive("steps", steps, integer=True)
+    for name, x in (("start_data", start_data), ("end_data", end_data)):
+        if not isinstance(x, Tensor) or x.dtype.is_floating_point or x.ndim != 2 or x.shape[0] == 0:
+            raise ValueError(f"{name} must be a non-empty (n, D) integer tensor")
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    net = EndpointNet(start_data.shape[1], ref.S, ref.N + 2, config.net)
+    ys = start_data[torch.randint(0, start_data.shape[0], (config.n_pairs,), generator=gen)]
+    xs = end_data[torch.randint(0, end_data.shape[0], (config.n_pairs,), generator=gen)]
+    train_markovian_projection(
+        net, ref, ys, xs, dimf_fit_config(config, steps), seed=seed, weights=config.loss, progress=progress
+    )
+    return _copy(net)
+
+
 def train_dimf(
     ref: CategoricalReference,
     start_data: Tensor,
@@ -249,14 +291,7 @@ def train_dimf(
     t0 = time.perf_counter()
 
     def fit_cfg(steps: int) -> FitConfig:
-        return FitConfig(
-            steps=steps,
-            batch_size=config.batch_size,
-            lr=config.lr,
-            betas=(0.95, 0.99),
-            sampling="replacement",
-            warmup_steps=min(50, steps // 10),
-        )
+        return dimf_fit_config(config, steps)
 
     def pick(data: Tensor) -> Tensor:
         return data[torch.randint(0, data.shape[0], (config.n_pairs,), generator=gen)]

@@ -59,16 +59,24 @@ def one_step_matrix(kind: str, n_states: int, alpha: float) -> Tensor:
 
 @dataclass(frozen=True)
 class ReferenceConfig:
-    """The reference chain: ``kind``, ``n_states`` S, ``alpha``, ``n_steps`` N (intermediate), ``skip``."""
+    """The reference chain: ``kind``, ``n_states`` S, ``alpha``, ``n_steps`` N (intermediate), ``skip``.
+
+    ``log_eps = 0`` takes exact logs (a 1e-300 floor); the official code's ``log(p + 1e-20)`` is
+    ``log_eps=1e-20``. ``raw_first_step`` makes the learned kernel at ``t = 1`` return the predicted
+    ``x_0`` distribution unchanged (the official code) instead of the posterior mixed over it.
+    """
 
     kind: Kind = "gaussian"
     n_states: int = 50
     alpha: float = 0.02
     n_steps: int = 10
     skip: int = 10
+    log_eps: float = 0.0
+    raw_first_step: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self, positive_int=("n_states", "n_steps", "skip"), positive=("alpha",))
+        check_fields(self, non_negative=("log_eps",))
         if self.kind not in ("uniform", "gaussian"):
             raise ValueError(f"ReferenceConfig.kind must be 'uniform' or 'gaussian', got {self.kind!r}")
         if self.n_states < 2:
@@ -94,8 +102,8 @@ class CategoricalReference:
         for _ in range(self.N + 1):
             mats.append(mats[-1] @ self.Q)
         self.Qbar = torch.stack(mats)  # (N+2, S, S)
-        self._logQ = self.Q.clamp_min(_EPS).log()
-        self._logQbar = self.Qbar.clamp_min(_EPS).log()
+        self._logQ = _log(self.Q, config.log_eps)
+        self._logQbar = _log(self.Qbar, config.log_eps)
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -191,7 +199,15 @@ class CategoricalReference:
         mixed = torch.bmm(flat, qbar).reshape(start_probs.shape)  # Σ_x0 p(x0) Qbar_{t-1}[x0, ·]
         lik = self.Q.to(start_probs.dtype)[:, xt].movedim(0, -1)  # Q[·, x_t]
         unnorm = (mixed * lik).clamp_min(0.0)
-        return unnorm / unnorm.sum(-1, keepdim=True).clamp_min(torch.finfo(unnorm.dtype).tiny)
+        out = unnorm / unnorm.sum(-1, keepdim=True).clamp_min(torch.finfo(unnorm.dtype).tiny)
+        if self.config.raw_first_step:  # the official kernel at t = 1: the prediction itself
+            first = self._bcast(tt == 1, out[..., 0])[..., None]
+            out = torch.where(first, start_probs, out)
+        return out
+
+
+def _log(p: Tensor, eps: float) -> Tensor:
+    return (p + eps).log() if eps > 0 else p.clamp_min(_EPS).log()
 
 
 def _gumbel_argmax(logits: Tensor, generator: torch.Generator | None) -> Tensor:
