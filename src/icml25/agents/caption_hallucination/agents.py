@@ -327,14 +327,22 @@ def verifier_scores(
     contexts: Sequence[str] | None = None,
     *,
     eps: float = 1e-8,
+    sentences: Sequence[Sequence[int]] | None = None,
+    score: str = "h",
 ) -> list[np.ndarray]:
-    """``H(u)`` of every proposition of every image.
+    """``H(u)`` of every proposition of every image (``score="h"``), or the margin
+    ``p(False) - p(True)`` (``score="margin"``): the same ordering as ``H(u)`` wherever
+    ``p(True) - p(False) > eps``, continued past ``H``'s clamp, where ``H`` ties every proposition the
+    verifier does not affirm. ``H(u) > pi`` is ``margin > -exp(-pi)``.
 
     Args:
         images: ``(N, 3, S, S)``.
         propositions: per image, the proposition texts.
         contexts: per image, the text put before each question (the caption, for non-isolated
             verification); None asks every proposition in isolation (CapMAS).
+        sentences: per image, each proposition's sentence index: the context of proposition ``j``
+            is then the caption *so far*, its sentences up to and including ``sentences[i][j]``
+            (None: the whole context before every question).
     """
     check_images(images)
     if len(propositions) != images.shape[0]:
@@ -343,13 +351,26 @@ def verifier_scores(
         )
     if contexts is not None and len(contexts) != len(propositions):
         raise ValueError(f"contexts ({len(contexts)}) must have one entry per image ({len(propositions)})")
+    if sentences is not None and [len(x) for x in sentences] != [len(ps) for ps in propositions]:
+        raise ValueError("sentences must give one sentence index per proposition")
     index = [i for i, ps in enumerate(propositions) for _ in ps]
     flat = [p for ps in propositions for p in ps]
-    ctx = ["" if contexts is None else contexts[i] for i in index]
+    if contexts is None:
+        ctx = [""] * len(flat)
+    elif sentences is None:
+        ctx = [contexts[i] for i in index]
+    else:
+        split = [split_sentences(c) for c in contexts]
+        ctx = [" ".join(split[i][: k + 1]) for i, ks in enumerate(sentences) for k in ks]
     if not flat:
         return [np.zeros(0) for _ in propositions]
     probs = verifier.prob_true_false(images[index], flat, ctx)
-    scores = hallucination_score(probs[:, 0], probs[:, 1], eps)
+    if score == "h":
+        scores = hallucination_score(probs[:, 0], probs[:, 1], eps)
+    elif score == "margin":
+        scores = probs[:, 1] - probs[:, 0]
+    else:
+        raise ValueError(f"score must be 'h' or 'margin', got {score!r}")
     out, k = [], 0
     for ps in propositions:
         out.append(scores[k : k + len(ps)])

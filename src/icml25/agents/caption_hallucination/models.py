@@ -14,7 +14,8 @@ small models trained in the shape world:
   Asked with an empty context it verifies a proposition *in isolation* (the paper's CapMAS step 2);
   with the caption as context it is the non-isolated verifier. It is trained on propositions from
   ground-truth scene graphs (never on captioner outputs), half of them with a context caption that
-  is mostly, not always, right (``context_noise``), as a conversational MLLM sees its own text.
+  is mostly, not always, right (``context_noise``), as a conversational MLLM sees its own text; the
+  context is read by attention that competes with the image cells (see :class:`TinyVQA`).
 
 Shapes: ``B`` batch, ``L`` tokens, ``d`` width; images are ``(B, 3, H, W)`` float32 in [0, 1] with
 ``H = W`` a multiple of 4.
@@ -43,7 +44,11 @@ from .world import (
     perturb_proposition,
     proposition_text,
     proposition_true,
+    split_sentences,
 )
+
+#: how the non-isolated verifier sees the caption: up to the proposition's sentence, or whole
+CONTEXT_MODES: tuple[str, ...] = ("so_far", "whole")
 
 __all__ = [
     "ModelConfig",
@@ -58,6 +63,7 @@ __all__ = [
     "pretrain_encoder",
     "CellProbe",
     "cell_targets",
+    "CONTEXT_MODES",
 ]
 
 
@@ -222,13 +228,15 @@ class TinyCaptioner(nn.Module):
 class TinyVQA(nn.Module):
     """True/False verifier over the 9 cell features, the question and (optionally) a context text.
 
-    Every question word carries a learned cell-attention vector (9 logits) and a learned feature
-    query (``d``); their sums over the question pick the visual evidence ``v`` (attention-weighted
-    cell features) and the query ``q``. The context reader compares the question's words with each
-    context sentence (the fraction of question words the sentence contains, maximised over
-    sentences), which is how much the caption "already says" the proposition. An MLP maps
-    ``[q * v, v, q, overlap, has_context]`` to (True, False) logits. An empty context gives overlap
-    0 and ``has_context = 0``: the proposition is verified in isolation.
+    Every question word carries a learned cell-attention vector (9 logits), a learned feature query
+    (``d``) and a learned text key (``d``). The question's evidence ``v`` is read by **one softmax
+    over the 9 image cells and every context token**: a cell's logit is the sum of the question
+    words' cell logits, a context token's logit is the question key's dot product with the token's
+    key (plus its learned per-word bias). Cells contribute their features, context tokens their
+    value embeddings, so the context competes with the image for the same attention mass, as text
+    and image tokens do in an MLLM (the paper's Sec. 3 observation: attention to the image falls as
+    the text grows). An MLP maps ``[q * v, v, q, has_context]`` to (True, False) logits. An empty
+    context leaves the softmax over the cells alone: the proposition is verified in isolation.
     """
 
     def __init__(
@@ -243,34 +251,51 @@ class TinyVQA(nn.Module):
         self.where = nn.Embedding(vocab_size, 9)
         nn.init.zeros_(self.where.weight)
         self.query = nn.Embedding(vocab_size, d)
+        self.text_query = nn.Embedding(vocab_size, d)
+        self.text_key = nn.Embedding(vocab_size, d)
+        self.text_bias = nn.Embedding(vocab_size, 1)
+        nn.init.zeros_(self.text_bias.weight)
+        self.text_value = nn.Embedding(vocab_size, d)
         self.vis = nn.Linear(d, d)
-        self.head = nn.Sequential(nn.Linear(3 * d + 2, 2 * d), nn.GELU(), nn.Linear(2 * d, 2))
+        self.head = nn.Sequential(nn.Linear(3 * d + 1, 2 * d), nn.GELU(), nn.Linear(2 * d, 2))
 
     def forward(self, images: Tensor, text: Tensor, segments: Tensor) -> Tensor:
         """``(B, 2)`` logits of (True, False); ``text``/``segments`` are ``(B, L)`` (``<sep>`` included)."""
         return self.classify(self.encoder(images), text, segments)
 
+    def attention(self, features: Tensor, text: Tensor, segments: Tensor) -> tuple[Tensor, Tensor]:
+        """``(B, 9 + L)`` joint attention over the cells and the text positions (only context tokens
+        get mass there) and the ``(B, 9 + L, d)`` values it averages."""
+        content = (text != WordVocab.PAD) & (text != WordVocab.SEP) & (text != WordVocab.index_of("."))
+        qmask = ((segments == 2) & content).float()
+        n_q = qmask.sum(1, keepdim=True).clamp(min=1)
+        cell_logits = (self.where(text) * qmask[..., None]).sum(1)  # (B, 9)
+        qk = (self.text_query(text) * qmask[..., None]).sum(1) / n_q  # (B, d)
+        cmask = (segments == 1) & (text != WordVocab.PAD)
+        tok_logits = torch.einsum("bd,bld->bl", qk, self.text_key(text)) / math.sqrt(qk.shape[-1])
+        tok_logits = (tok_logits + self.text_bias(text)[..., 0]).masked_fill(~cmask, float("-inf"))
+        a = torch.softmax(torch.cat([cell_logits, tok_logits], dim=1), dim=-1)
+        values = torch.cat([self.vis(features), self.text_value(text)], dim=1)
+        return a, values
+
     def classify(self, features: Tensor, text: Tensor, segments: Tensor) -> Tensor:
         """Logits from cell features ``(B, 9, d)`` and the text (segments 1 = context, 2 = question)."""
         content = (text != WordVocab.PAD) & (text != WordVocab.SEP) & (text != WordVocab.index_of("."))
         qmask = ((segments == 2) & content).float()
-        a = torch.softmax((self.where(text) * qmask[..., None]).sum(1), dim=-1)  # (B, 9)
-        v = self.vis(torch.einsum("bk,bkd->bd", a, features))
         q = (self.query(text) * qmask[..., None]).sum(1) / qmask.sum(1, keepdim=True).clamp(min=1)
-        # context reader: per context sentence, the fraction of question words it contains
-        V = self.vocab_size
-        u = torch.zeros(text.shape[0], V).scatter_(1, text, qmask).clamp(max=1)  # question words
-        cmask = (segments == 1) & (text != WordVocab.PAD)
-        stop = (text == WordVocab.index_of(".")) & cmask
-        sid = (torch.cumsum(stop.long(), dim=1) - stop.long()).clamp(max=15)
-        flat = sid * V + text  # (B, L) index into (16 * V)
-        bags = (
-            torch.zeros(text.shape[0], 16 * V).scatter_(1, flat, cmask.float()).clamp(max=1).view(-1, 16, V)
-        )
-        overlap = torch.einsum("bsv,bv->bs", bags, u) / u.sum(1, keepdim=True).clamp(min=1)
-        o = overlap.max(dim=1).values[:, None]
-        has = cmask.any(1, keepdim=True).float()
-        return self.head(torch.cat([q * v, v, q, o, has], dim=-1))
+        a, values = self.attention(features, text, segments)
+        v = torch.einsum("bk,bkd->bd", a, values)
+        has = ((segments == 1) & (text != WordVocab.PAD)).any(1, keepdim=True).float()
+        return self.head(torch.cat([q * v, v, q, has], dim=-1))
+
+    def image_attention(
+        self, vocab: WordVocab, images: Tensor, questions: Sequence[str], contexts: Sequence[str]
+    ) -> np.ndarray:
+        """The share of attention each question puts on the image cells (1 without a context)."""
+        text, segs = self.encode_text(vocab, questions, contexts)
+        with torch.no_grad():
+            a, _ = self.attention(self.encoder(images), text, segs)
+        return a[:, :9].sum(1).numpy().astype(np.float64)
 
     def encode_text(
         self, vocab: WordVocab, questions: Sequence[str], contexts: Sequence[str]
@@ -332,18 +357,23 @@ def vqa_examples(
     *,
     context_prob: float = 0.5,
     context_noise: float = 0.1,
+    context_mode: str = "so_far",
 ) -> tuple[list[int], list[str], list[str], list[int]]:
     """Balanced verifier training data from scene graphs.
 
     For every ground-truth proposition of every scene: the true one and a perturbed false one, each
     asked with an empty context or (probability ``context_prob``) with the scene's caption in which
-    each sentence is altered with probability ``context_noise``.
+    each sentence is altered with probability ``context_noise``: with ``context_mode="so_far"`` the
+    caption up to and including the proposition's sentence (the caption so far, as the non-isolated
+    verifier is asked at test time), with ``"whole"`` the whole caption.
 
     Returns:
         ``(scene_index, question, context, label)`` lists; label 0 = True, 1 = False.
     """
     check_in_range("context_prob", context_prob, 0.0, 1.0)
     check_in_range("context_noise", context_noise, 0.0, 1.0)
+    if context_mode not in CONTEXT_MODES:
+        raise ValueError(f"context_mode must be one of {CONTEXT_MODES}, got {context_mode!r}")
     idx: list[int] = []
     qs: list[str] = []
     cs: list[str] = []
@@ -355,6 +385,8 @@ def vqa_examples(
                 context = ""
                 if rng.random() < context_prob:
                     context = inject_hallucinations(caption, scene, rng, rate=context_noise)[0]
+                    if context_mode == "so_far":
+                        context = " ".join(split_sentences(context)[: p.sentence + 1])
                 idx.append(i)
                 qs.append(proposition_text(prop))
                 cs.append(context)
@@ -372,13 +404,16 @@ def train_vqa(
     seed: int = 0,
     context_prob: float = 0.5,
     context_noise: float = 0.1,
+    context_mode: str = "so_far",
 ) -> FitHistory:
     """Cross-entropy on :func:`vqa_examples` of ``scenes`` (rendered as ``images``)."""
     check_images(images)
     if len(scenes) != images.shape[0]:
         raise ValueError(f"scenes ({len(scenes)}) and images ({images.shape[0]}) must match")
     rng = np.random.default_rng([seed, 77])
-    idx, qs, cs, ys = vqa_examples(scenes, rng, context_prob=context_prob, context_noise=context_noise)
+    idx, qs, cs, ys = vqa_examples(
+        scenes, rng, context_prob=context_prob, context_noise=context_noise, context_mode=context_mode
+    )
     text, segs = model.encode_text(vocab, qs, cs)
     index = torch.tensor(idx, dtype=torch.long)
     labels = torch.tensor(ys, dtype=torch.long)

@@ -63,6 +63,7 @@ __all__ = [
     "inject_hallucinations",
     "make_mcqs",
     "read_caption",
+    "read_propositions",
     "factuality",
     "coverage",
     "WordVocab",
@@ -412,7 +413,11 @@ def make_mcqs(scene: Scene, rng: np.random.Generator, shapes: Sequence[str] = SH
 
 def read_caption(caption: str, question: MCQ) -> int | None:
     """The caption-only reader: the option index the caption determines, or None ("I don't know")."""
-    props = parse_caption(caption)
+    return read_propositions(parse_caption(caption), question)
+
+
+def read_propositions(props: Sequence[Proposition], question: MCQ) -> int | None:
+    """:func:`read_caption` on a caption already decomposed by :func:`parse_caption`."""
     answer: str | None = None
     if question.kind == "background":
         answer = next((p.value for p in props if p.kind == "background"), None)
