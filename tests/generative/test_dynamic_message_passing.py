@@ -7,6 +7,7 @@ direction of the schedule (noisier => coarser and wider), data, metrics and the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icml25.core.check import NeedsResource, RunContext
 from icml25.generative.dynamic_message_passing import (
     GraphSchedule,
     NCGNConfig,
@@ -29,8 +31,16 @@ from icml25.generative.dynamic_message_passing import (
     turing_st_dataset,
     voxel_cluster,
     w1_flattened,
+    w1_matched_costs,
 )
-from icml25.generative.dynamic_message_passing.check import CHECK, DMPCheckConfig
+from icml25.generative.dynamic_message_passing.check import (
+    ARMS,
+    CHECK,
+    DMPCheckConfig,
+    marginals_reference,
+    schedule_of,
+    train_flow_model,
+)
 from icml25.nn.flow_matching import euler_sample, flow_matching_loss
 from icml25.nn.params import count_parameters
 
@@ -239,6 +249,7 @@ def test_bad_input_is_refused() -> None:
 def test_full_preset_constructs_and_takes_one_step() -> None:
     cfg = CHECK.config("full")
     assert isinstance(cfg, DMPCheckConfig) and cfg.ds == 0.2 and cfg.euler_steps == 200
+    assert (cfg.steps, cfg.batch_size, cfg.ema_decay, cfg.lrs) == (1200, 128, 0.95, (1e-3,))
     torch.manual_seed(0)
     v = NCGNVelocity(
         NCGNConfig(in_dim=3, cond_dim=2, hidden=cfg.hidden, layers=cfg.layers), GraphSchedule("exp")
@@ -250,6 +261,121 @@ def test_full_preset_constructs_and_takes_one_step() -> None:
     assert torch.isfinite(loss)
 
 
+def test_medium_preset_constructs_and_takes_one_step_here() -> None:
+    cfg = CHECK.config("medium")
+    assert isinstance(cfg, DMPCheckConfig) and cfg.device == "cuda" and set(cfg.arms) == set(ARMS)
+    assert (cfg.steps, cfg.batch_size, cfg.euler_steps, cfg.ema_decay) == (1200, 128, 200, 0.95)
+    one = dataclasses.replace(cfg, steps=1, batch_size=4, device="cpu")
+    torch.manual_seed(0)
+    v = NCGNVelocity(
+        NCGNConfig(in_dim=3, cond_dim=2, hidden=one.hidden, layers=one.layers), schedule_of("dmp", one)
+    )
+    x = torch.rand(8, 100, 3)
+    train_flow_model(
+        v, lambda m, b, g: flow_matching_loss(m, b, cond=GRID, generator=g), x, one, one.lrs[0], 0
+    )
+    assert all(torch.isfinite(p).all() for p in v.parameters())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_gpu_preset_says_it_needs_a_gpu() -> None:
+    with pytest.raises(NeedsResource):
+        CHECK.run_seed(dataclasses.replace(CHECK.config("tiny"), device="cuda"), 0, _ctx())
+
+
+def _ctx() -> RunContext:
+    import tempfile
+    from pathlib import Path
+
+    from icml25.core.progress import NullReporter
+
+    return RunContext(slug="x", scale="tiny", run_dir=Path(tempfile.mkdtemp()), reporter=NullReporter())
+
+
+def test_graph_moves_to_a_device_unchanged() -> None:
+    g = build_adaptive_graph(
+        GRID.unsqueeze(0).expand(3, -1, -1), torch.tensor([0.0, 0.5, 1.0]), GraphSchedule()
+    )
+    h = g.to("cpu")
+    assert h.n_graphs == g.n_graphs and h.complete == g.complete
+    assert torch.equal(h.edge_index, g.edge_index) and torch.equal(h.cluster, g.cluster)
+
+
+def test_ema_weights_are_what_the_model_keeps() -> None:
+    # one step: EMA = decay * initial + (1 - decay) * updated, and that is what the model ends with
+    cfg = dataclasses.replace(CHECK.config("tiny"), steps=1, warmup_steps=0, batch_size=4, ema_decay=0.5)
+    x = torch.rand(4, 30, 3)
+    pos = GRID[:30]
+
+    def make() -> NCGNVelocity:
+        torch.manual_seed(0)
+        return NCGNVelocity(NCGNConfig(in_dim=3, cond_dim=2, hidden=8, layers=1), GraphSchedule("static_knn"))
+
+    def loss(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        return flow_matching_loss(m, b, cond=pos, generator=g)  # type: ignore[arg-type]
+
+    init = {k: v.clone() for k, v in make().state_dict().items()}
+    plain = train_flow_model(make(), loss, x, dataclasses.replace(cfg, ema_decay=0.0), 1e-2, 0)
+    with_ema = train_flow_model(make(), loss, x, cfg, 1e-2, 0)
+    for k, v in with_ema.state_dict().items():
+        if v.is_floating_point():
+            assert torch.allclose(v, 0.5 * init[k] + 0.5 * plain.state_dict()[k], atol=1e-6), k
+    assert any(not torch.equal(plain.state_dict()[k], init[k]) for k in init)
+
+
+def test_matched_costs_average_to_the_exact_w1() -> None:
+    rng = np.random.default_rng(0)
+    g, r = rng.normal(size=(12, 5, 3)), rng.normal(size=(12, 5, 3))
+    costs = w1_matched_costs(g, r, divide_by=5)
+    assert costs.shape == (12,) and np.isclose(costs.mean(), w1_flattened(g, r, divide_by=5))
+    # equal sizes: each cost is the distance to one distinct reference sample (a matching)
+    d = np.linalg.norm(g.reshape(12, 1, -1) - r.reshape(1, 12, -1), axis=-1) / 5
+    matched = [int(np.argmin(np.abs(d[i] - costs[i]))) for i in range(12)]
+    assert sorted(matched) == list(range(12))
+    assert np.allclose(costs, d[np.arange(12), matched])
+    # unequal sizes still average to W1
+    assert np.isclose(w1_matched_costs(g[:7], r).mean(), w1_flattened(g[:7], r))
+
+
+def test_marginals_reference_keeps_node_marginals_and_breaks_joint_structure() -> None:
+    n, N = 50, 20
+    train = np.repeat(np.arange(n, dtype=float)[:, None, None], N, axis=1).repeat(3, axis=2)
+    train[:, :, 1] += 1000  # genes of one node travel together
+    ref = marginals_reference(train, 40, np.random.default_rng(0))
+    assert ref.shape == (40, N, 3)
+    assert np.array_equal(ref[:, :, 1], ref[:, :, 0] + 1000)  # a node's genes come from one sample
+    assert np.isin(ref[:, :, 0], np.arange(n)).all()
+    assert np.mean([len(np.unique(row)) for row in ref[:, :, 0]]) > N / 2  # nodes from different samples
+
+
+def test_claim_declares_references_a_gate_and_paired_criteria() -> None:
+    # the old check had no floor: every arm scored what per-node marginals score and the verdict said
+    # "not reproduced"; now the marginals and the data floor are references and a gate asks for structure
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"marginals", "data_floor"} and claim.controls == ("data_floor",)
+    (gate,) = claim.gates_at("small")
+    assert (gate.arm, gate.metric, gate.op, gate.threshold) == ("knn", "gap_closed", ">=", 0.25)
+    head = claim.headline_criterion()
+    assert (head.name, head.other_arm, head.smallest_effect) == ("dmp_below_knn", "knn", 0.01)
+    small_arms = set(CHECK.config("small").arms)
+    for c in claim.criteria_at("small"):
+        if c.other_arm is not None:
+            assert c.paired and c.other_arm in small_arms
+    full = CHECK.claim_for(CHECK.config("full"))
+    assert {c.other_arm for c in full.criteria if c.other_arm} == set(ARMS) - {"dmp"}
+
+
+def test_bad_check_config_is_refused() -> None:
+    with pytest.raises(ValueError, match="knn"):
+        DMPCheckConfig(arms=("dmp", "fully_connected"))
+    with pytest.raises(ValueError, match="device"):
+        DMPCheckConfig(device="tpu")
+    with pytest.raises(ValueError, match="ema_decay"):
+        DMPCheckConfig(ema_decay=1.0)
+    with pytest.raises(ValueError, match="n_test"):
+        DMPCheckConfig(n_train=50, n_test=100)
+
+
 def test_tiny_check_runs() -> None:
     result = CHECK.run("tiny")
     assert result.verdict.kind.value == "inconclusive"
@@ -257,7 +383,9 @@ def test_tiny_check_runs() -> None:
     assert set(by_name) == {"coarser_when_noisier", "wider_when_noisier", "edge_budget", "equal_parameters"}
     assert all(c.passed for c in result.criteria)
     w1 = {a: m["w1"].mean for a, m in result.metrics.items()}
-    assert len(w1) == 5 and all(np.isfinite(v) for v in w1.values())
+    assert set(w1) == {*ARMS, "marginals", "data_floor"} and all(np.isfinite(v) for v in w1.values())
+    assert w1["data_floor"] < w1["marginals"]  # real samples beat independent nodes
+    assert all(np.isfinite(result.metrics[a]["gap_closed"].mean) for a in ARMS)
 
 
 def test_turing_generator_matches_a_per_simulation_loop() -> None:

@@ -26,7 +26,7 @@ from .data import (
     turing_st_dataset,
 )
 from .graph import AdaptiveGraph, build_adaptive_graph, coarse_edge_lengths, knn_edges, voxel_cluster
-from .metrics import ChamferMetrics, chamfer_distances, chamfer_metrics, w1_flattened
+from .metrics import ChamferMetrics, chamfer_distances, chamfer_metrics, w1_flattened, w1_matched_costs
 from .model import NCGN, NCGNConfig, NCGNVelocity
 from .schedule import (
     GraphSchedule,
@@ -52,6 +52,7 @@ __all__ = [
     "chamfer_distances",
     "chamfer_metrics",
     "w1_flattened",
+    "w1_matched_costs",
     "NCGN",
     "NCGNConfig",
     "NCGNVelocity",

@@ -17,6 +17,7 @@ to i. Batches are dense (every graph has N nodes); ragged batches are not suppor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +64,15 @@ class AdaptiveGraph:
     @property
     def n_coarse(self) -> int:
         return int(self.coarse_pos.shape[0])
+
+    def to(self, device: torch.device | str) -> AdaptiveGraph:
+        """The same graph with every tensor on ``device`` (graphs are built on the CPU)."""
+        moved = {
+            f.name: getattr(self, f.name).to(device)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), Tensor)
+        }
+        return dataclasses.replace(self, **moved)
 
     def edges_per_graph(self) -> Tensor:
         """``[B]`` coarse-graph edges (messages per conv layer) of each graph."""

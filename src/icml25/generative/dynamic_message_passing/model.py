@@ -247,7 +247,11 @@ class NCGNVelocity(nn.Module):
     def _graph(self, x_t: Tensor, t: Tensor, cond: Tensor | None) -> AdaptiveGraph:
         p = self.config.pos_dim
         pos = cond[..., :p] if self.positions == "cond" and cond is not None else x_t[..., :p]
-        return build_adaptive_graph(pos.detach(), t, self.schedule, generator=self.graph_generator)
+        # the graph is built on the CPU (index bookkeeping) and moved to the sample's device
+        g = build_adaptive_graph(
+            pos.detach().cpu(), t.detach().cpu(), self.schedule, generator=self.graph_generator
+        )
+        return g if x_t.device.type == "cpu" else g.to(x_t.device)
 
     def _check(self, x_t: Any, t: Any, cond: Any) -> tuple[Tensor, Tensor | None]:
         check_finite_tensor("x_t", x_t, ndim=3, floating=True)
@@ -279,6 +283,7 @@ class NCGNVelocity(nn.Module):
         x_t, cond = self._check(x_t, t, cond)
         B, N, F = x_t.shape
         g = self._graph(x_t, t, cond)
+        t = t.to(x_t.device)
         parts = [x_t] + ([cond] if cond is not None else []) + [t.to(x_t.dtype).view(B, 1, 1).expand(B, N, 1)]
         out = self.net(torch.cat(parts, -1).reshape(B * N, -1), g)
         return out.view(B, N, -1)
