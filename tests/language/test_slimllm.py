@@ -439,3 +439,44 @@ def test_other_architectures_are_refused_in_one_line(calib: torch.Tensor) -> Non
         prune_model(qwen, calib, PruneConfig(sparsity=0.2))
     with pytest.raises(ValueError, match="model_type 'qwen2'"):
         dense_statistics(qwen, calib)
+
+
+def _naive_greedy(o: torch.Tensor, keep: torch.Tensor, order: list[int]) -> tuple[torch.Tensor, float]:
+    """Algorithm 1 with every swap scored by a full pass over the tokens (the pre-speed-up code)."""
+    keep = keep.clone()
+    y = o.sum(0)
+    best = float(pearson_similarity(o[keep].sum(0), y))
+    for p in order:
+        if keep[p]:
+            continue
+        kept = torch.nonzero(keep).flatten()
+        trial = o[keep].sum(0).unsqueeze(0) - o[kept] + o[p].unsqueeze(0)
+        values = pearson_similarity(trial, y)
+        j = int(values.argmax())
+        if float(values[j]) > best:
+            best = float(values[j])
+            keep[kept[j]] = False
+            keep[p] = True
+    return keep, best
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_heads=st.integers(3, 9), n_keep=st.integers(1, 6))
+def test_greedy_search_from_moments_matches_the_token_pass(seed: int, n_heads: int, n_keep: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    o = torch.randn(n_heads, 40, 5, generator=g, dtype=torch.float64) * torch.rand(n_heads, 1, 1, generator=g)
+    keep = torch.zeros(n_heads, dtype=torch.bool)
+    keep[: min(n_keep, n_heads - 1)] = True
+    order = torch.randperm(n_heads, generator=g)
+    fast, trace = greedy_head_search(o, keep, order=order)
+    slow, best = _naive_greedy(o, keep, order.tolist())
+    assert torch.equal(fast, slow)
+    assert float(trace[-1]) == pytest.approx(best, rel=1e-9)
+
+
+def test_head_scores_handle_constant_columns() -> None:
+    o = torch.randn(4, 30, 3, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    o[:, :, 1] = 2.0  # every head constant in column 1: it contributes 0, as in pearson_similarity
+    y = o.sum(0)
+    expected = [float(pearson_similarity(y - o[i], y)) for i in range(4)]
+    np.testing.assert_allclose(head_scores(o).numpy(), expected, rtol=1e-9)

@@ -51,6 +51,7 @@ from .scores import (
     ffn_channel_scores,
     fit_output_regression,
     greedy_head_search,
+    head_moments,
     head_scores,
     layer_ratios,
     magnitude_scores,
@@ -67,8 +68,8 @@ from .surgery import (
 
 __all__ = ["METHODS", "PruneConfig", "PruneReport", "DenseStats", "dense_statistics", "prune_model"]
 
-Method = Literal["slimllm", "magnitude", "wanda", "taylor"]
-METHODS: tuple[str, ...] = ("slimllm", "magnitude", "wanda", "taylor")
+Method = Literal["slimllm", "magnitude", "wanda", "taylor", "random"]
+METHODS: tuple[str, ...] = ("slimllm", "magnitude", "wanda", "taylor", "random")
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class PruneConfig:
     """How to prune. Defaults are SlimLLM's (``alpha`` = 10, clip 0.9, 1 % lowest channels kept).
 
     Args:
-        method: importance criterion: ``slimllm``, ``magnitude``, ``wanda`` or ``taylor``.
+        method: importance criterion: ``slimllm``, ``magnitude``, ``wanda``, ``taylor``, or ``random``
+            (uniformly random heads and channels: the no-criterion floor of the check).
         sparsity: fraction of decoder-layer parameters to remove, in (0, 1).
         layerwise: SlimLLM's layer-wise ratio (default: on for slimllm, off for the baselines).
         regression: linear-regression recovery (default: on for slimllm, off for the baselines).
@@ -86,6 +88,7 @@ class PruneConfig:
         max_layer_ratio: cap on any layer's ratio.
         skip_lowest_frac: SlimLLM keeps the lowest-scored ``skip_lowest_frac`` channels and prunes
             the next ones (official code: 0.01).
+        seed: draws the ``random`` method's heads and channels (other methods ignore it).
     """
 
     method: Method = "slimllm"
@@ -97,6 +100,7 @@ class PruneConfig:
     alpha: float = 10.0
     max_layer_ratio: float = 0.9
     skip_lowest_frac: float = 0.01
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -389,14 +393,15 @@ def _prune_layer(
     keep_heads = torch.ones(n_heads, dtype=torch.bool)
     if n_prune_heads:
         if config.method == "slimllm":
-            s = head_scores(head_out)  # S(Y, Y - O_i): large = redundant
+            moments = head_moments(head_out)  # [H, H, d] covariances: every S below reads them
+            s = head_scores(head_out, moments=moments)  # S(Y, Y - O_i): large = redundant
             keep_heads = _select_lowest(-s, n_prune_heads)
             if config.greedy:
                 order = torch.argsort(-s, stable=True)
-                keep_heads, trace = greedy_head_search(head_out, keep_heads, order=order)
+                keep_heads, trace = greedy_head_search(head_out, keep_heads, order=order, moments=moments)
                 report.greedy_gain.append(float(trace[-1] - trace[0]))
         else:
-            scores = _baseline_head_scores(config.method, attn, x_attn, ctx, stats, index)
+            scores = _baseline_head_scores(config.method, attn, x_attn, ctx, stats, index, config.seed)
             keep_heads = _select_lowest(scores, n_prune_heads)
     x_kept = head_out[keep_heads].sum(0)
     if attn.o_proj.bias is not None:
@@ -434,7 +439,7 @@ def _prune_layer(
             scores = ffn_channel_scores(x_ffn, a, mlp.gate_proj.weight, mlp.up_proj.weight, w_d)
             skip = round(config.skip_lowest_frac * d_ff)
         else:
-            scores = _baseline_channel_scores(config.method, mlp, x_ffn, a, stats, index)
+            scores = _baseline_channel_scores(config.method, mlp, x_ffn, a, stats, index, config.seed)
             skip = 0
         keep_ch = _select_lowest(scores, n_prune_ch, skip)
         x_kept_f = a[:, keep_ch].double() @ w_d[:, keep_ch].T
@@ -451,13 +456,27 @@ def _prune_layer(
     report.channels_kept.append(int(layer.mlp.gate_proj.weight.shape[0]))
 
 
+def _random_scores(n: int, stream: int, seed: int) -> Tensor:
+    """Uniform random scores for ``n`` units, one stream per (layer, heads|channels) and seed."""
+    gen = torch.Generator().manual_seed(1_000_003 * seed + stream)
+    return torch.rand(n, generator=gen, dtype=torch.float64)
+
+
 def _baseline_head_scores(
-    method: str, attn: Any, x_attn: Tensor, ctx: Tensor, stats: DenseStats | None, index: int
+    method: str,
+    attn: Any,
+    x_attn: Tensor,
+    ctx: Tensor,
+    stats: DenseStats | None,
+    index: int,
+    seed: int = 0,
 ) -> Tensor:
     n_heads = head_kv_index(attn).numel()
     dh = attn.head_dim
     wq = attn.q_proj.weight.view(n_heads, dh, -1)  # [H, d_h, d] rows of head h
     wo = attn.o_proj.weight.T.reshape(n_heads, dh, -1)  # [H, d_h, d] columns of head h
+    if method == "random":
+        return _random_scores(n_heads, 2 * index, seed)
     if method == "magnitude":
         return magnitude_scores([wq, wo])
     if method == "wanda":
@@ -470,9 +489,17 @@ def _baseline_head_scores(
 
 
 def _baseline_channel_scores(
-    method: str, mlp: Any, x_ffn: Tensor, a: Tensor, stats: DenseStats | None, index: int
+    method: str,
+    mlp: Any,
+    x_ffn: Tensor,
+    a: Tensor,
+    stats: DenseStats | None,
+    index: int,
+    seed: int = 0,
 ) -> Tensor:
     wg, wu, wd_t = mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight.T
+    if method == "random":
+        return _random_scores(wg.shape[0], 2 * index + 1, seed)
     if method == "magnitude":
         return magnitude_scores([wg, wu, wd_t])
     if method == "wanda":
