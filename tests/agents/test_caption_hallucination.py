@@ -585,17 +585,34 @@ def test_margin_score_orders_as_h_and_breaks_its_clamp_ties() -> None:
         verifier_scores(Fixed(), images, texts, None, score="logit")
 
 
-def test_oracle_scores_rank_word_removals_before_sentence_removals() -> None:
+def test_oracle_scores_put_free_removals_first() -> None:
     from icml25.agents.caption_hallucination.check import oracle_scores
 
-    caption = "a large blue triangle at the top left. a small blue square in the centre. black background."
+    # SCENE: red large triangle (0, 0), blue small circle (1, 1), green large square (2, 2), black
+    caption = (
+        "a large blue triangle at the top left. a small blue square in the centre. "
+        "a large red circle at the top right. black background."
+    )
     props = parse_caption(caption)
     labels = [np.array([not proposition_true(p, SCENE) for p in props])]
-    s = oracle_scores([props], labels)[0]
-    kinds = [p.kind for p in props]
-    # the triangle's colour is false (2), the square in the centre does not exist (1), its attributes
-    # are false (2), everything else true (0)
-    assert s.tolist() == [
-        0.0 if not y else (1.0 if k == "exists" else 2.0) for k, y in zip(kinds, labels[0], strict=True)
-    ]
-    assert s[kinds.index("exists", 3)] == 1.0
+    s = dict(
+        zip([(p.sentence, p.kind) for p in props], oracle_scores([props], labels, [SCENE])[0], strict=True)
+    )
+    assert s[(0, "exists")] == 0.0 and s[(0, "size")] == 0.0  # true
+    assert s[(0, "colour")] == 2.0  # wrong colour for the object in the cell: free to remove
+    assert s[(1, "exists")] == 1.0  # a misnamed object: its sentence still answers the cell's questions
+    assert s[(1, "colour")] == 1.0 and s[(1, "size")] == 1.0  # blue and small are right for the cell
+    assert s[(2, "exists")] == 2.0 and s[(2, "colour")] == 2.0  # an invented object in an empty cell
+    assert s[(3, "background")] == 0.0
+
+
+def test_untie_breaks_ties_without_reordering() -> None:
+    from icml25.agents.caption_hallucination.check import untie
+
+    rng = np.random.default_rng(0)
+    a = [np.array([0.0, 0.25, 0.25, 0.25, 1.0])]
+    b = [np.array([0.5, 0.75])]
+    out = untie(a, b, rng)[0]
+    assert len(set(out.tolist())) == 5  # the tie is split
+    assert (np.argsort(out, kind="stable")[[0, -1]] == [0, 4]).all()
+    assert (out[1:4] > 0.25).all() and (out[1:4] < 0.375).all()  # within half the smallest gap

@@ -821,7 +821,7 @@ class CaptionHallucinationCheck(ClaimCheck[CaptionCheckConfig]):
                 "confidence_filter": confidence_scores(captioner, vocab, sp.images, sp.captions, sp.props),
                 "consistency_filter": consistency_scores(sp.samples, sp.props),
                 "random_filter": [r.random(len(ps)) for ps in sp.props],
-                "oracle": oracle_scores(sp.props, sp.labels),
+                "oracle": oracle_scores(sp.props, sp.labels, sp.scenes),
             }
 
         texts = lambda sp: [[p.text for p in ps] for ps in sp.props]  # noqa: E731
@@ -834,19 +834,21 @@ class CaptionHallucinationCheck(ClaimCheck[CaptionCheckConfig]):
         # correction with the grammar decomposer and reviser, every test image; thresholds on validation
         rule_rev = RuleReviser()
         thresholds: dict[str, float] = {}
+        tie = np.random.default_rng([seed, 50])
         for arm in FLAGGERS:
+            cv, ct = untie(det_v[arm], det_t[arm], tie), untie(det_t[arm], det_v[arm], tie)
             tau, chosen = choose_threshold(
-                det_v[arm], v.props, v.captions, v.scenes, v.mcqs, config.flag_rates, config.max_coverage_drop
+                cv, v.props, v.captions, v.scenes, v.mcqs, config.flag_rates, config.max_coverage_drop
             )
             thresholds[arm] = tau
             metrics[arm]["threshold"] = tau
             metrics[arm]["val_removed_share"] = chosen["removed_share"]
             metrics[arm]["val_coverage_drop"] = chosen["coverage_drop"]
-            revised = rule_rev.revise(t.captions, _flags(t.props, det_t[arm], tau))
+            revised = rule_rev.revise(t.captions, _flags(t.props, ct, tau))
             rows = correction_rows(t.captions, revised, t.scenes, t.mcqs)
             items[arm].update({m: rows for m in ("removed_share", "factuality", "coverage_drop")})
             metrics[arm].update(correction_metrics(rows))
-            metrics[arm]["flag_rate"] = float(np.mean(np.concatenate(det_t[arm]) > tau))
+            metrics[arm]["flag_rate"] = float(np.mean(np.concatenate(ct) > tau))
             metrics[arm]["coverage"] = coverage(revised, t.mcqs)
             metrics[arm]["n_props"] = float(sum(len(parse_caption(x)) for x in revised))
         rows = correction_rows(t.captions, t.captions, t.scenes, t.mcqs)
@@ -1063,16 +1065,45 @@ def _flags(
     ]
 
 
-def oracle_scores(props: Sequence[Sequence[Proposition]], labels: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The oracle control's scores: 2 for a false attribute or background proposition (dropping a word
-    removes it), 1 for a false existence proposition (its whole sentence goes), 0 for a true one; so
-    the threshold sweep can take the cheap removals alone when the budget forbids the rest."""
-    return [
-        np.array(
-            [(2.0 if p.kind != "exists" else 1.0) * y for p, y in zip(ps, ys, strict=True)], dtype=np.float64
-        )
-        for ps, ys in zip(props, labels, strict=True)
-    ]
+def oracle_scores(
+    props: Sequence[Sequence[Proposition]], labels: Sequence[np.ndarray], scenes: Sequence[Any]
+) -> list[np.ndarray]:
+    """The oracle control's scores: 0 for a true proposition; for a false one 2 when removing it
+    costs no coverage answer (a wrong colour or size for whatever object sits in its cell, an
+    invented object in an empty cell, a wrong background) and 1 otherwise (the attributes of a
+    misnamed object, whose colour or size still answers its cell's question). A perfect detector
+    that removes the free hallucinations first: what the reviser and the budget allow."""
+    out = []
+    for ps, ys, scene in zip(props, labels, scenes, strict=True):
+        at = {o.cell: o for o in scene.objects}
+        row = []
+        for p, y in zip(ps, ys, strict=True):
+            if not y:
+                row.append(0.0)
+                continue
+            obj = at.get(p.cell) if p.cell is not None else None
+            if p.kind == "background" or obj is None:
+                free = True
+            elif p.kind == "exists":
+                free = False
+            else:
+                free = getattr(obj, p.kind) != p.value
+            row.append(2.0 if free else 1.0)
+        out.append(np.asarray(row, dtype=np.float64))
+    return out
+
+
+def untie(
+    scores: Sequence[np.ndarray], other: Sequence[np.ndarray], rng: np.random.Generator
+) -> list[np.ndarray]:
+    """``scores`` plus a random jitter smaller than half the smallest gap between distinct values of
+    ``scores`` and ``other`` (the same detector on the other split): ties are broken at random and no
+    two distinct scores change order, so a threshold on the validation scores keeps its meaning on the
+    test scores while the sweep can flag part of a tied block."""
+    flat = np.concatenate([s for s in (*scores, *other) if s.size] or [np.zeros(1)])
+    gaps = np.diff(np.unique(flat))
+    eps = 0.5 * float(gaps.min()) if gaps.size else 1.0
+    return [s + eps * rng.random(s.shape) for s in scores]
 
 
 def choose_threshold(
