@@ -40,8 +40,9 @@ Gates (point conditions on seed means):
                               beyond copying the input, so "closer to the SB" can be measured
     digits_bm_learns_target   (with digits) bm's digits energy at most half the identity's
 
-Criteria (declared before any small-scale number of this design was seen; paired intervals over
-seeds then test items):
+Criteria (paired intervals over seeds then test items). The smallest effects were fixed from the
+metric scales (5 % of the SB gap; the energy's sampling floor), after a one-seed scratch pilot that
+sized the budget and before any run of this check; none was changed after seeing a result:
     toy_closer_to_sb (headline)  csbm gap_closed > bm; smallest effect 0.05 (declared: 5 % of the
                                  log-likelihood gap from the independent coupling to the SB)
     toy_keeps_target             csbm energy not worse than bm's by more than 0.005 (non-inferiority;
@@ -632,7 +633,7 @@ class CSBMCheck(ClaimCheck[CSBMCheckConfig]):
     def make_figures(self, config: CSBMCheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
         from icml25.core.plotting import arm_color, new_figure
 
-        ncols = 6 if config.run_digits else 5
+        ncols = 7 if config.run_digits else 6
         fig, axes = new_figure(ncols=ncols, width=3.2, height=3.0)
         ax = axes[0]
         for name, kl in outcomes[0].series["tabular_kl"].items():
@@ -656,7 +657,7 @@ class CSBMCheck(ClaimCheck[CSBMCheckConfig]):
         ax.set_title("toy: closeness to SB")
         ax.legend(fontsize=6)
         toy = outcomes[0].series["toy"]
-        for k, arm in enumerate(("target", "bm", "csbm")):
+        for k, arm in enumerate(("target", "bm", "csbm", "dsbm")):
             ax = axes[2 + k]
             pts = np.asarray(toy[arm], dtype=float)
             ax.scatter(
@@ -669,7 +670,7 @@ class CSBMCheck(ClaimCheck[CSBMCheckConfig]):
             ax.set_xlim(-1, config.toy_states)
             ax.set_ylim(-1, config.toy_states)
         if config.run_digits:
-            ax = axes[5]
+            ax = axes[6]
             d = outcomes[0].series["digits"]
             rows = [
                 np.hstack([np.asarray(img, dtype=float).reshape(8, 8) for img in d[k]])
@@ -681,9 +682,9 @@ class CSBMCheck(ClaimCheck[CSBMCheckConfig]):
         ctx.save_figure(
             fig,
             "csbm_kl_and_samples",
-            "Left: exact D-IMF KL to the Sinkhorn SB per prior and N. Then: "
-            "learned D-IMF toy closeness to the exact SB per round (all seeds), toy samples, digit "
-            "translations.",
+            "Left: exact D-IMF KL to the Sinkhorn SB per prior and N. Then: share of the SB gap closed "
+            "per D-IMF round for csbm and the continuous dsbm (all seeds; dashed: equal-budget bm), toy "
+            "target and translations of bm, csbm and dsbm (seed 0), digit translations where run.",
         )
 
 
