@@ -294,7 +294,7 @@ def test_bad_config_and_input(model: LlamaForCausalLM, calib: torch.Tensor) -> N
         with pytest.raises(ValueError, match="sparsity"):
             PruneConfig(sparsity=bad)
     with pytest.raises(ValueError, match="method"):
-        PruneConfig(method="random")  # type: ignore[arg-type]
+        PruneConfig(method="obs")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="calib"):
         prune_model(model, calib[0], PruneConfig())
     with pytest.raises(ValueError, match="calib"):
@@ -317,25 +317,27 @@ def test_ratio_removing_every_head_fails_cleanly(model: LlamaForCausalLM, calib:
 def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
     from icml25.core.check import RunContext
     from icml25.core.progress import NullReporter
-    from icml25.language.slimllm.check import CHECK
+    from icml25.language.slimllm.check import ARM_CONFIGS, CHECK
 
     full = CHECK.config("full")
-    assert full.n_calib == 32 and full.calib_len == 128 and full.sparsities == (0.2, 0.4)
+    assert full.n_calib == 32 and full.calib_len == 128 and full.sparsities == (0.2, 0.5)
+    assert set(full.arms) == set(ARM_CONFIGS)
     short = dataclasses.replace(
         full,
         model="random-tiny",
         sparsities=(0.2,),
         calib_len=16,
         eval_window=32,
-        eval_stride=32,
-        eval_windows=1,
+        eval_windows=2,
         throughput_reps=1,
         code_chars=1_000_000,
     )
     ctx = RunContext(slug="slimllm", scale="full", run_dir=Path("."), reporter=NullReporter())
     outcome = CHECK.run_seed(short, 0, ctx)
-    assert set(outcome.metrics) == set(CHECK.claim.arms)
+    claim = CHECK.claim_for(full)
+    assert set(outcome.metrics) == set(claim.arms)
     assert outcome.metrics["slimllm"]["sparsity_20"] == pytest.approx(0.2, abs=0.05)
+    assert all(rows["nll_20"].shape == (4,) for rows in outcome.items.values())
 
 
 def test_config_errors_name_the_field() -> None:
@@ -357,33 +359,136 @@ def test_config_errors_name_the_field() -> None:
         SlimLLMCheckConfig(eval_windows=-1)
 
 
-def test_claim_for_follows_the_sparsities() -> None:
-    from icml25.language.slimllm.check import CHECK
+def test_claim_for_follows_the_sparsities_and_arms() -> None:
+    from icml25.language.slimllm.check import CHECK, LOG_EFFECT
 
     small = CHECK.claim_for(CHECK.config("small"))
-    assert small == CHECK.claim and len(small.criteria_at("small")) == 24
-    assert small.headline == "beats_wanda_reg_en_20"
+    assert small == CHECK.claim and small.headline == "beats_taylor_lw_reg_20"
+    paired = {c.name: c for c in small.criteria_at("small")}
+    assert set(paired) == {
+        "beats_taylor_lw_reg_20",
+        "beats_wanda_lw_reg_20",
+        "beats_taylor_20",
+        "layer_ratio_helps_20",
+    }
+    assert all(c.smallest_effect == LOG_EFFECT and c.metric == "nll_20" for c in paired.values())
+    assert {g.name for g in small.gates_at("small")} == {"pruning_has_room", "comparator_works"}
+    assert set(small.references) == {"dense", "random_lw_reg"}
+    assert "random_lw_reg" not in small.baselines and "wanda" not in small.baselines  # not run at small
     tiny = {c.name: c for c in CHECK.claim_for(CHECK.config("tiny")).criteria_at("tiny")}
     assert tiny["tiny_budget"].metric == "sparsity_20" and tiny["tiny_budget"].threshold == 0.17
     other = CHECK.claim_for(CHECK.config("small", {"sparsities": (0.3,)}))
-    assert len(other.criteria_at("small")) == 12 and other.headline == "beats_wanda_reg_en_30"
-    assert {c.metric for c in other.criteria_at("small")} == {"en_ppl_30", "code_ppl_30"}
+    assert other.headline == "beats_taylor_lw_reg_30"
+    assert {c.metric for c in other.criteria_at("small")} == {"nll_30"}
+    full = CHECK.claim_for(CHECK.config("full"))
+    assert "beats_magnitude_50" in {c.name for c in full.criteria_at("full")}
+
+
+def test_small_check_follows_the_verdict_protocol() -> None:
+    """References, a small-scale gate, a paired headline, a smallest effect on every paired criterion."""
+    from icml25.language.slimllm.check import CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references and claim.gates_at("small")
+    assert claim.role_of(claim.headline_criterion().name) == "headline"
+    assert claim.headline_criterion().other_arm == "taylor_lw_reg"
+    assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)
+    assert CHECK.default_seeds["small"] >= claim.min_seeds >= 3
 
 
 def test_sparsity_override_yields_criteria_the_check_measures() -> None:
     from icml25.core.check import RunContext
     from icml25.core.claims import evaluate_criterion, summarize_metrics
     from icml25.core.progress import NullReporter
-    from icml25.language.slimllm.check import CHECK
+    from icml25.language.slimllm.check import CHECK, SMALL_ARMS
 
-    config = CHECK.config("tiny", {"sparsities": (0.3,), "ablations": False, "eval_windows": 1})
+    config = CHECK.config("tiny", {"sparsities": (0.3,), "arms": SMALL_ARMS, "eval_windows": 2})
     ctx = RunContext(slug="slimllm", scale="tiny", run_dir=Path("."), reporter=NullReporter())
-    metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
+    outcome = CHECK.run_seed(config, 0, ctx)
+    per_seed = {a: dict(m) for a, m in outcome.metrics.items()}
+    for arm, rows in outcome.items.items():
+        per_seed[arm].update({k: float(np.mean(v)) for k, v in rows.items()})
+    metrics = summarize_metrics([per_seed])
     claim = CHECK.claim_for(config)
-    results = [evaluate_criterion(c, metrics) for c in claim.criteria]
-    assert len(results) == 14 and all("not measured" not in r.reason for r in results), [
+    results = [evaluate_criterion(c, metrics, items=None) for c in (*claim.criteria, *claim.gates)]
+    assert len(results) == 8 and all("not measured" not in r.reason for r in results), [
         r.reason for r in results
     ]
+    # the gate metrics are what their names say, from the per-window losses
+    dense, rand, base = (outcome.items[a]["nll_30"] for a in ("dense", "random_lw_reg", "taylor_lw_reg"))
+    gap = float((rand - dense).mean())
+    assert outcome.metrics["random_lw_reg"]["gap_to_dense_30"] == pytest.approx(gap)
+    closed = outcome.metrics["taylor_lw_reg"]["gap_closed_30"]
+    assert closed == (pytest.approx(1 - float((base - dense).mean()) / gap) if gap > 0 else 0.0)
+    # every arm is scored on the same windows: 2 English then 2 Python
+    assert {rows["nll_30"].shape for rows in outcome.items.values()} == {(4,)}
+
+
+def test_check_config_refuses_arms_it_cannot_judge() -> None:
+    from icml25.language.slimllm.check import SlimLLMCheckConfig
+
+    with pytest.raises(ValueError, match="unknown arms"):
+        SlimLLMCheckConfig(arms=("slimllm", "taylor_lw_reg", "random_lw_reg", "obs"))
+    with pytest.raises(ValueError, match=r"must include \['random_lw_reg'\]"):
+        SlimLLMCheckConfig(arms=("slimllm", "taylor_lw_reg"))
+
+
+# -- the same layer ratio for every method, the random floor, per-window evaluation --------------
+
+
+def test_baselines_get_slimllms_layer_ratios_when_offered(
+    model: LlamaForCausalLM, calib: torch.Tensor
+) -> None:
+    stats = dense_statistics(model, calib, taylor=True)
+    cfg = PruneConfig(sparsity=0.3, num_pruned_layers=2)
+    _, ours = prune_model(model, calib, cfg, stats=stats)
+    for method in ("taylor", "wanda", "magnitude", "random"):
+        offered = dataclasses.replace(cfg, method=method, layerwise=True, regression=True)
+        _, report = prune_model(model, calib, offered, stats=stats)  # type: ignore[arg-type]
+        assert report.layer_ratios == ours.layer_ratios
+        assert report.decoder_sparsity == pytest.approx(ours.decoder_sparsity, abs=0.02)
+        assert report.ffn_mse_after_regression  # the regression ran
+        _, uniform = prune_model(model, calib, dataclasses.replace(cfg, method=method), stats=stats)  # type: ignore[arg-type]
+        assert (
+            len(set(uniform.layer_ratios)) == 1
+        )  # the default stays the uniform ratio they are defined with
+
+
+def test_random_pruning_is_seeded(model: LlamaForCausalLM, calib: torch.Tensor) -> None:
+    def kept(seed: int) -> list[torch.Tensor]:
+        pruned, _ = prune_model(model, calib, PruneConfig(method="random", sparsity=0.4, seed=seed))
+        return [layer.mlp.gate_proj.weight for layer in pruned.model.layers]
+
+    a, b, c = kept(0), kept(0), kept(1)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, c, strict=True))
+
+
+def test_draw_windows_are_disjoint_seeded_chunks() -> None:
+    from icml25.language.slimllm.evaluation import draw_windows
+
+    ids = torch.arange(1000)
+    w = draw_windows(ids, 50, 6, seed=3)
+    assert w.shape == (6, 50) and torch.equal(w, draw_windows(ids, 50, 6, seed=3))
+    assert torch.all(w[:, 0] % 50 == 0) and torch.all(w[:, 1:] - w[:, :-1] == 1)  # whole aligned chunks
+    assert len(set(w[:, 0].tolist())) == 6 and torch.all(w[1:, 0] > w[:-1, 0])  # distinct, in text order
+    assert not torch.equal(w, draw_windows(ids, 50, 6, seed=4))
+    with pytest.raises(ValueError, match="fewer than n_windows"):
+        draw_windows(ids, 50, 21, seed=0)
+
+
+def test_window_nll_matches_a_direct_loss(model: LlamaForCausalLM) -> None:
+    from icml25.language.slimllm.evaluation import window_nll
+
+    w = torch.randint(0, 64, (5, 10), generator=torch.Generator().manual_seed(7))
+    got = window_nll(model, w, batch_size=2)
+    with torch.no_grad():
+        for i in range(5):
+            loss = model(input_ids=w[i : i + 1], labels=w[i : i + 1]).loss  # HF: mean over tokens 2..T
+            assert float(got[i]) == pytest.approx(float(loss), rel=1e-5)
+    torch.testing.assert_close(window_nll(model, w, batch_size=5), got)
+    with pytest.raises(ValueError, match="windows must be"):
+        window_nll(model, w[:, :1])
 
 
 def test_check_refuses_an_endpoint_with_a_reason() -> None:
@@ -439,6 +544,21 @@ def test_other_architectures_are_refused_in_one_line(calib: torch.Tensor) -> Non
         prune_model(qwen, calib, PruneConfig(sparsity=0.2))
     with pytest.raises(ValueError, match="model_type 'qwen2'"):
         dense_statistics(qwen, calib)
+    from transformers import MistralConfig, MistralForCausalLM
+
+    mistral = MistralForCausalLM(
+        MistralConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+    )
+    with pytest.raises(ValueError, match="Llama-architecture.*got model_type 'mistral'"):
+        prune_model(mistral, calib, PruneConfig(sparsity=0.2))
 
 
 def _naive_greedy(o: torch.Tensor, keep: torch.Tensor, order: list[int]) -> tuple[torch.Tensor, float]:
