@@ -606,6 +606,15 @@ def test_tiny_check_runs(tmp_path: Path) -> None:
     assert m["uniform"]["distinct_features"].mean > m["top_features"]["distinct_features"].mean
     assert m["snippet"]["novelty"].mean == 0.0  # a snippet's spec is held by that snippet
     assert m["tree"]["collapsed_categories"].mean == 0.0
+    assert 0.0 <= m["snippet"]["gen_copied_share"].mean <= 1.0
+
+
+def test_copied_share_counts_seed_lines() -> None:
+    from icml25.agents.epicoder.check import copied_share
+
+    seed = "def f(x):\n    return x + 1\n"
+    assert copied_share("def f(x):\n    return x + 1\n\nassert f(1) == 2\n", seed) == pytest.approx(2 / 3)
+    assert copied_share("", seed) == 0.0 and copied_share("y = 2", seed) == 0.0
 
 
 def test_claim_follows_the_protocol() -> None:

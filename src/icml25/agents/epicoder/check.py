@@ -425,6 +425,14 @@ def _prepared(max_files: int, core_size: int, collapsed_count: str, categories: 
     return _Prepared(core_sources, features, tree, freq, _spearman(n_feats, ccs), collapsed)
 
 
+def copied_share(code: str, snippet: str) -> float:
+    """Share of the non-blank lines of ``code`` that appear verbatim (stripped) in ``snippet`` (0 for
+    no code): how much of a snippet-seeded reply is the seed itself."""
+    lines = [line.strip() for line in code.splitlines() if line.strip()]
+    seed = {line.strip() for line in snippet.splitlines() if line.strip()}
+    return sum(line in seed for line in lines) / len(lines) if lines else 0.0
+
+
 def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
     from scipy.stats import spearmanr
 
@@ -627,6 +635,9 @@ class EpiCoderCheck(ClaimCheck[EpiCoderCheckConfig]):
                 gen_sloc_mean=_mean([r["sloc"] for r in rows]),
                 gen_distinct_features=float(div.get("distinct_features", 0.0)),
             )
+        metrics["snippet"]["gen_copied_share"] = _mean(
+            [copied_share(t.code, prep.sources[int(i)]) for t, i in zip(tasks["snippet"], picks, strict=True)]
+        )
         metrics[OURS]["llm_calls"] = float(synth.calls)
         return {"gen_examples": {a: [t.reply[:600] for t in tasks[a][:2]] for a in GEN_ARMS}}
 
