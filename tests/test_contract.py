@@ -83,7 +83,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "dycodeeval",
         "dynamic_message_passing",
         "econ",
-        "epicoder",
         "isotropic_merging",
         "l_diffusion",
         "nice",
