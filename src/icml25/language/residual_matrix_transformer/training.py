@@ -47,6 +47,7 @@ __all__ = [
     "bits_per_byte",
     "window_bits",
     "random_windows",
+    "spread_windows",
     "NgramModel",
     "train_lm",
     "value_at_flops",
@@ -79,6 +80,9 @@ class LMTrainConfig:
         z_loss: coefficient of ``(log Z)²`` (1e-4).
         eval_every: evaluate every this many steps (the last step always); 0 = only at the end.
         eval_tokens: at most this many validation tokens per evaluation.
+        eval_spread: take the evaluation windows evenly spaced over the whole validation split
+            (:func:`spread_windows`) instead of back to back from its start (:func:`eval_windows`);
+            a split of many files is then represented by all of them, not by its first few.
     """
 
     steps: int = 1200
@@ -95,6 +99,7 @@ class LMTrainConfig:
     z_loss: float = 1e-4
     eval_every: int = 100
     eval_tokens: int = 32_768
+    eval_spread: bool = False
 
     def __post_init__(self) -> None:
         check_fields(
@@ -245,6 +250,18 @@ def lm_optimizer(model: nn.Module, config: LMTrainConfig) -> torch.optim.Optimiz
     return optimizer
 
 
+def spread_windows(tokens: Tensor, seq_len: int, max_tokens: int) -> Tensor:
+    """Windows ``(m, seq_len + 1)`` whose starts are evenly spaced from the first to the last
+    possible offset of ``tokens``; as many as :func:`eval_windows` would take (at most ``max_tokens``
+    predicted tokens)."""
+    n_starts = tokens.numel() - seq_len
+    if n_starts < 1:
+        raise ValueError(f"the split has {tokens.numel()} tokens, fewer than one window of {seq_len + 1}")
+    m = min((tokens.numel() - 1) // seq_len, max(1, max_tokens // seq_len))
+    starts = torch.linspace(0, n_starts - 1, m).round().long()
+    return tokens[starts[:, None] + torch.arange(seq_len + 1)[None, :]].long()
+
+
 @torch.no_grad()
 def bits_per_byte(model: nn.Module, windows: Tensor, batch_size: int = 64) -> float:
     """Mean next-byte cross-entropy in bits over ``windows (m, n + 1)``."""
@@ -362,7 +379,7 @@ def train_lm(
     on_eval: Callable[[int, float], None] | None = None,
 ) -> LMHistory:
     """Train ``model`` in place on random windows of ``train_tokens``; evaluate bits per byte on
-    ``val_tokens`` every ``config.eval_every`` steps.
+    windows of ``val_tokens`` (``config.eval_spread`` says which) every ``config.eval_every`` steps.
 
     Args:
         model: a :class:`ResidualMatrixTransformer` or :class:`GPT` (its ``n_ctx`` ≥ ``seq_len``).
@@ -385,7 +402,7 @@ def train_lm(
     n_starts = train_tokens.numel() - n
     if n_starts < 1:
         raise ValueError(f"train_tokens has {train_tokens.numel()} tokens, fewer than a window of {n + 1}")
-    windows = eval_windows(val_tokens, n, config.eval_tokens)
+    windows = (spread_windows if config.eval_spread else eval_windows)(val_tokens, n, config.eval_tokens)
     offsets = torch.arange(n + 1)
     fpt = flops_per_token(model.cfg, n)
 
