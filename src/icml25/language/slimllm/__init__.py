@@ -12,17 +12,20 @@ SmolLM2-135M (grouped-query attention respected) or any Hugging Face ``LlamaForC
 Implements: the four parts of the method (the Pearson-similarity head score with the greedy
 search of Algorithm 1, the feature-space FFN channel score, the linear-regression recovery of the
 output projections, and the layer-wise pruning ratio from each layer's input/output cosine
-similarity) and the magnitude, Wanda-structured and Taylor
-(LLM-Pruner-like) baselines; LoRA recovery is left out. See ``pruner.py`` for every choice made
-where the paper is open.
+similarity), the magnitude, Wanda-structured and Taylor (LLM-Pruner-like) baselines and random
+pruning (any of which can take the layer-wise ratio and the regression), and a per-window held-out
+loss for paired comparisons of pruned models; LoRA recovery is left out. See ``pruner.py`` for every
+choice made where the paper is open.
 """
 
 from .calibration import calibration_windows, encode_text
+from .evaluation import draw_windows, window_nll
 from .pruner import METHODS, DenseStats, PruneConfig, PruneReport, dense_statistics, prune_model
 from .scores import (
     ffn_channel_scores,
     fit_output_regression,
     greedy_head_search,
+    head_moments,
     head_scores,
     layer_ratios,
     magnitude_scores,
@@ -51,10 +54,12 @@ __all__ = [
     "PrunedAttention",
     "decoder_param_count",
     "dense_statistics",
+    "draw_windows",
     "ffn_channel_scores",
     "fit_output_regression",
     "greedy_head_search",
     "head_kv_index",
+    "head_moments",
     "head_scores",
     "layer_ratios",
     "load_pruned",
@@ -67,4 +72,5 @@ __all__ = [
     "save_pruned_model",
     "taylor_scores",
     "wanda_scores",
+    "window_nll",
 ]
