@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icml25.language.turing_programs import (
+    FORMATS,
     AdditionTask,
     Config,
     DecoderConfig,
@@ -347,6 +349,8 @@ def test_check_config_validation_and_full_preset_constructs() -> None:
         TuringProgramsCheckConfig(arms=("tp_nope", "direct_hard_alibi"))
     with pytest.raises(ValueError, match="arms"):
         TuringProgramsCheckConfig(arms=("tp_hard_alibi",))
+    with pytest.raises(ValueError, match="headline baseline"):  # the headline's baseline is always run
+        TuringProgramsCheckConfig(arms=("tp_hard_alibi", "tp_learned"))
     with pytest.raises(ValueError, match="lr_grid"):
         TuringProgramsCheckConfig(lr_grid=())
     with pytest.raises(ValueError, match="train_max_len"):
@@ -354,7 +358,7 @@ def test_check_config_validation_and_full_preset_constructs() -> None:
     small = CHECK.config("small")
     assert small.multiple_lengths() == {"1x": 3, "1p5x": 5, "2x": 6}
     assert small.test_lengths() == (3, 4, 5, 6)
-    claim = CHECK.claim_for(CHECK.config("small", {"arms": ("tp_hard_alibi", "tp_rope")}))
+    claim = CHECK.claim_for(CHECK.config("small", {"arms": ("tp_hard_alibi", "tp_nope", "tp_rope")}))
     assert [c.name for c in claim.criteria_at("small")][-1] == "beats_tp_rope_2x"
     full = CHECK.config("full")
     assert full.multiple_lengths() == {"1x": 50, "1p5x": 75, "2x": 100}
@@ -371,3 +375,71 @@ def test_full_preset_builds_the_paper_model_and_takes_one_step() -> None:
     run = train_arm(cfg, "tp_hard_alibi", 1e-5, 0)
     assert len(run.losses) == 1 and all(torch.isfinite(torch.tensor(run.losses)))
     assert sum(v.numel() for v in run.state.values()) > 100_000_000
+
+
+def test_claim_follows_the_verdict_protocol() -> None:
+    """References, gates and a paired headline with its smallest effect (issue 40)."""
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references == ("untrained",)
+    assert {g.name for g in claim.gates_at("small")} == {"ours_fits_training_length", "ours_above_untrained"}
+    head = claim.headline_criterion()
+    assert head.name == "beats_tp_nope_2x" and head.other_arm == "tp_nope" and head.metric == "exact_2x"
+    assert head.smallest_effect == pytest.approx(0.3) and head.effect_source
+    assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)
+
+
+def test_every_format_is_scored_on_the_same_problems_item_by_item() -> None:
+    """Per-problem exact match pairs across arms: the problems depend on (seed, n), not the format."""
+    torch.manual_seed(0)
+    tok = Tokenizer()
+    model = TinyDecoder(DecoderConfig(len(tok), d_model=16, n_layers=1, n_heads=2, n_hard=1))
+    draws = {f: AdditionTask(1, 2, f).problems(6, 3, torch.Generator().manual_seed(7)) for f in FORMATS}
+    assert all(p == draws["turing"] for p in draws.values())
+    for fmt in FORMATS:
+        ev = length_generalization_eval(
+            model, AdditionTask(1, 2, fmt), tok, lengths=(2, 3), n_per_length=6, n_greedy=0, per_item=True
+        )
+        for row in ev.values():
+            assert row["exact_items"].shape == (6,) and set(np.unique(row["exact_items"])) <= {0.0, 1.0}
+            assert row["exact_items"].mean() == pytest.approx(row["exact"])
+
+
+def test_an_unfitted_run_fails_the_fit_gate_with_its_measurement(tmp_path) -> None:
+    """Before issue 40 an unfitted seed turned every criterion metric into NaN ("could not evaluate");
+    now the fit gate is measured and fails, the verdict is inconclusive, and the headline's paired
+    interval and the untrained reference are still reported."""
+    from icml25.core.results import ResultStore
+
+    overrides = {
+        "train_max_len": 2,
+        "n_test": 8,
+        "n_greedy": 0,
+        "n_val": 4,
+        "d_model": 16,
+        "n_layers": 1,
+        "n_heads": 2,
+        "n_hard": 1,
+        "train.steps": 3,
+        "train.batch_size": 4,
+        "lr_grid": (3e-3,),
+        "arms": ("tp_hard_alibi", "tp_nope"),
+        "workers": 1,
+    }
+    result = CHECK.run("small", seeds=[0], overrides=overrides, store=ResultStore(tmp_path))
+    gates = {c.name: c for c in result.criteria if c.role == "gate"}
+    fit = gates["ours_fits_training_length"]
+    assert fit.passed is False and fit.value is not None and 0.0 <= fit.value < 0.9
+    assert str(result.verdict).startswith("inconclusive")
+    head = next(c for c in result.criteria if c.name == "beats_tp_nope_2x")
+    assert head.value is not None and np.isfinite(head.value)
+    assert result.metrics["untrained"]["exact_1x"].mean == 0.0
+
+
+def test_medium_preset_constructs_and_takes_one_step_on_the_cpu() -> None:
+    from icml25.language.turing_programs.check import train_arm
+
+    cfg = CHECK.config("medium", {"device": "cpu", "threads": 1, "train.steps": 1, "train.batch_size": 2})
+    assert cfg.multiple_lengths() == {"1x": 5, "1p5x": 8, "2x": 10} and cfg.device == "cpu"
+    assert CHECK.config("medium").device == "cuda"
+    run = train_arm(cfg, "tp_hard_alibi", 1e-3, 0)
+    assert len(run.losses) == 1 and np.isfinite(run.losses[0])

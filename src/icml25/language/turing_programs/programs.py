@@ -316,8 +316,12 @@ class TokenBatch:
 
     def target_mask(self) -> Tensor:
         """``(b, T − 1)`` bool: next-token targets after the prompt (the loss and exact-match positions)."""
-        pos = torch.arange(1, self.tokens.shape[1])[None]
+        pos = torch.arange(1, self.tokens.shape[1], device=self.tokens.device)[None]
         return (pos >= self.prompt_len[:, None]) & (pos < self.length[:, None])
+
+    def to(self, device: str | torch.device) -> TokenBatch:
+        """The same batch on ``device``."""
+        return TokenBatch(self.tokens.to(device), self.prompt_len.to(device), self.length.to(device))
 
 
 def _random_number(n: int, gen: torch.Generator) -> str:

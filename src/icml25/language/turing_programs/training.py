@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -75,8 +76,10 @@ def train_decoder(
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
 
+    device = next(model.parameters()).device  # problems are drawn on the CPU, then moved to the model
+
     def loss_fn(m: torch.nn.Module, idx: Tensor, gen: torch.Generator) -> Tensor:
-        return sequence_loss(m, task.sample(len(idx), gen, tokenizer))  # type: ignore[arg-type]
+        return sequence_loss(m, task.sample(len(idx), gen, tokenizer).to(device))  # type: ignore[arg-type]
 
     fcfg = FitConfig(
         steps=config.steps,
@@ -96,18 +99,19 @@ def teacher_forced_exact_match(
 ) -> tuple[Tensor, Tensor]:
     """Per-row exact match ``(b,)`` bool and per-row token accuracy ``(b,)`` over the targets."""
     model.eval()
+    device = next(model.parameters()).device
     exact, tok_acc = [], []
     for s in range(0, batch.tokens.shape[0], chunk):
         sub = TokenBatch(
             batch.tokens[s : s + chunk], batch.prompt_len[s : s + chunk], batch.length[s : s + chunk]
-        )
+        ).to(device)
         width = int(sub.length.max())
         tokens = sub.tokens[:, :width]
         pred = model(tokens[:, :-1]).argmax(-1)
         mask = TokenBatch(tokens, sub.prompt_len, sub.length).target_mask()
         hit = (pred == tokens[:, 1:]) | ~mask
-        exact.append(hit.all(dim=1))
-        tok_acc.append(((pred == tokens[:, 1:]) & mask).sum(1) / mask.sum(1).clamp_min(1))
+        exact.append(hit.all(dim=1).cpu())
+        tok_acc.append((((pred == tokens[:, 1:]) & mask).sum(1) / mask.sum(1).clamp_min(1)).cpu())
     return torch.cat(exact), torch.cat(tok_acc)
 
 
@@ -123,10 +127,11 @@ def greedy_decode(model: TinyDecoder, prompts: Tensor, *, max_new: int, eos: int
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
         raise ValueError(f"max_new must be a positive integer, got {max_new!r}")
     model.eval()
+    prompts = prompts.to(next(model.parameters()).device)
     caches = model.new_caches()
     logits = model(prompts, caches=caches)[:, -1]
     out = [prompts]
-    done = torch.zeros(prompts.shape[0], dtype=torch.bool)
+    done = torch.zeros(prompts.shape[0], dtype=torch.bool, device=prompts.device)
     for _ in range(max_new):
         nxt = logits.argmax(-1)
         nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
@@ -137,7 +142,7 @@ def greedy_decode(model: TinyDecoder, prompts: Tensor, *, max_new: int, eos: int
         if model.cfg.pos == "learned" and len(caches[0]) + 1 > model.cfg.max_len:
             break
         logits = model(nxt[:, None], caches=caches)[:, -1]
-    return torch.cat(out, dim=1)
+    return torch.cat(out, dim=1).cpu()
 
 
 def answer_accuracy(
@@ -162,21 +167,26 @@ def length_generalization_eval(
     n_per_length: int = 200,
     n_greedy: int = 50,
     seed: int = 0,
-) -> dict[int, dict[str, float]]:
+    per_item: bool = False,
+) -> dict[int, dict[str, Any]]:
     """Exact match by operand length: ``{n: {"exact", "token_acc", "greedy_answer", "greedy_valid"}}``.
 
     ``exact`` is teacher-forced exact match over ``n_per_length`` problems; the greedy metrics use
-    the first ``n_greedy`` of them (0 skips greedy decoding). Problems come from ``seed`` alone.
+    the first ``n_greedy`` of them (0 skips greedy decoding). Problems come from ``seed`` and n alone
+    (not the format), so every format is scored on the same problems in the same order;
+    ``per_item=True`` adds ``"exact_items"``, the per-problem 0/1 array behind ``exact``.
     """
     if not lengths:
         raise ValueError("lengths must be non-empty")
-    out: dict[int, dict[str, float]] = {}
+    out: dict[int, dict[str, Any]] = {}
     for n in lengths:
         gen = torch.Generator().manual_seed(seed * 1000 + int(n))
         pairs = task.problems(n_per_length, int(n), gen)
         batch = task.encode(pairs, tokenizer)
         exact, tok_acc = teacher_forced_exact_match(model, batch)
-        row = {"exact": float(exact.float().mean()), "token_acc": float(tok_acc.mean())}
+        row: dict[str, Any] = {"exact": float(exact.float().mean()), "token_acc": float(tok_acc.mean())}
+        if per_item:
+            row["exact_items"] = exact.float().numpy()
         if n_greedy > 0:
             sub = pairs[:n_greedy]
             prompts = batch.tokens[: len(sub), : int(batch.prompt_len[0])]
