@@ -79,7 +79,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "autoformulation",
         "caption_hallucination",
         "condensed_sparse_solver",
-        "csbm",
         "dycodeeval",
         "dynamic_message_passing",
         "econ",
