@@ -250,6 +250,7 @@ def test_full_preset_constructs_and_takes_one_step() -> None:
     cfg = CHECK.config("full")
     assert isinstance(cfg, DMPCheckConfig) and cfg.ds == 0.2 and cfg.euler_steps == 200
     assert (cfg.steps, cfg.batch_size, cfg.ema_decay, cfg.lrs) == (1200, 128, 0.95, (1e-3,))
+    assert (cfg.conv, cfg.gat_heads) == ("gat", 1)  # the official ST script's default
     torch.manual_seed(0)
     v = NCGNVelocity(
         NCGNConfig(in_dim=3, cond_dim=2, hidden=cfg.hidden, layers=cfg.layers), GraphSchedule("exp")
@@ -267,9 +268,10 @@ def test_medium_preset_constructs_and_takes_one_step_here() -> None:
     assert (cfg.steps, cfg.batch_size, cfg.euler_steps, cfg.ema_decay) == (1200, 128, 200, 0.95)
     one = dataclasses.replace(cfg, steps=1, batch_size=4, device="cpu")
     torch.manual_seed(0)
-    v = NCGNVelocity(
-        NCGNConfig(in_dim=3, cond_dim=2, hidden=one.hidden, layers=one.layers), schedule_of("dmp", one)
-    )
+    net = NCGNConfig(
+        in_dim=3, cond_dim=2, hidden=one.hidden, layers=one.layers, conv=one.conv, heads=one.gat_heads
+    )  # type: ignore[arg-type]
+    v = NCGNVelocity(net, schedule_of("dmp", one))
     x = torch.rand(8, 100, 3)
     train_flow_model(
         v, lambda m, b, g: flow_matching_loss(m, b, cond=GRID, generator=g), x, one, one.lrs[0], 0
