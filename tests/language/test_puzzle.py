@@ -26,6 +26,7 @@ from icml25.language.puzzle import (
     least_squares_linear,
     measure_costs,
     normalized_mse,
+    random_choice,
     replace_one_scores,
     run_subblocks,
     solve_mip,
@@ -235,7 +236,76 @@ def test_tiny_check_runs() -> None:
     out = CHECK.run_seed(CHECK.presets["tiny"], 0, _Ctx())  # type: ignore[arg-type]
     m = out.metrics["mip"]
     assert m["pred_ratio_75"] <= 0.75 + 1e-9 and m["score_75"] <= out.metrics["greedy"]["score_75"] + 1e-9
-    assert set(out.metrics) == {"mip", "greedy", "uniform", "depth", "parent"}
+    assert set(out.metrics) == {"mip", "greedy", "uniform", "depth", "parent", "random"}
+    # per-window items, the same windows in the same order for every arm (paired by the runner)
+    n = 2 * CHECK.presets["tiny"].eval_windows
+    for arm in out.metrics:
+        for metric in ("bpb_75", "kl_75", "bpb_60", "kl_60"):
+            assert np.asarray(out.items[arm][metric]).shape == (n,)
+    np.testing.assert_array_equal(out.items["parent"]["kl_75"], 0.0)
+    assert np.all(np.asarray(out.items["random"]["kl_60"]) >= 0)
+
+
+def test_evaluation_windows_are_drawn_per_seed() -> None:
+    """The scoring and evaluation windows were fixed across seeds; now each seed draws its own, so the
+    untouched parent's per-window bits per byte differ between seeds (the parent itself is the same)."""
+    from icml25.language.puzzle.check import CHECK
+
+    class _Ctx:
+        def progress(self, *a: object) -> None:
+            pass
+
+        def log(self, message: str) -> None:
+            pass
+
+    a = CHECK.run_seed(CHECK.presets["tiny"], 0, _Ctx())  # type: ignore[arg-type]
+    b = CHECK.run_seed(CHECK.presets["tiny"], 1, _Ctx())  # type: ignore[arg-type]
+    assert not np.allclose(a.items["parent"]["bpb_75"], b.items["parent"]["bpb_75"])
+
+
+def test_claim_follows_the_protocol() -> None:
+    from icml25.language.puzzle.check import BPB_EFFECT, CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"parent", "random"} and claim.controls == ("parent",)
+    head = claim.headline_criterion()
+    assert head.name == "bpb_vs_greedy_60" and head.other_arm == "greedy"
+    assert head.smallest_effect == BPB_EFFECT and head.effect_source
+    gates = {g.name for g in claim.gates_at("small")}
+    assert gates == {"scores_informative_60", "equal_speed_75", "equal_speed_60"}
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None, c.name
+        assert c.other_arm not in claim.references
+
+
+def test_per_window_metrics_agree_with_pooled() -> None:
+    from icml25.language.puzzle.check import _bpb, _bpb_windows, _kl_windows
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 9, 256, generator=gen)
+    ids = torch.randint(0, 256, (3, 9), generator=gen)
+    per = _bpb_windows(logits, ids, None)
+    assert per.shape == (3,) and float(per.mean()) == pytest.approx(_bpb(logits, ids, None), rel=1e-6)
+    other = logits + 0.5 * torch.randn(3, 9, 256, generator=gen)
+    kl = _kl_windows(logits, other)
+    assert kl.shape == (3,) and np.all(kl > 0)
+    assert float(kl.mean()) == pytest.approx(kl_to_parent(logits, other), rel=1e-5)
+    assert kl_to_parent(logits[1:2], other[1:2]) == pytest.approx(float(kl[1]), rel=1e-5)
+
+
+def test_random_choice_fits_the_budget_without_scores() -> None:
+    costs = [np.array([4.0, 2.0, 1.0, 0.0]), np.array([3.0, 1.0, 0.0]), np.array([5.0, 2.5, 0.0])]
+    for seed in range(20):
+        c = random_choice(costs, 7.0, np.random.default_rng(seed))
+        assert sum(float(costs[g][j]) for g, j in enumerate(c)) <= 7.0 + 1e-12
+    draws = {tuple(random_choice(costs, 7.0, np.random.default_rng(s))) for s in range(20)}
+    assert len(draws) > 1  # random, unlike greedy
+    assert random_choice(costs, 7.0, np.random.default_rng(3)) == random_choice(
+        costs, 7.0, np.random.default_rng(3)
+    )
+    assert random_choice(costs, 100.0, np.random.default_rng(0)) == [0, 0, 0]
+    with pytest.raises(ValueError, match="cannot reach budget"):
+        random_choice(costs, -1.0, np.random.default_rng(0))
 
 
 def test_full_preset_constructs_and_runs_one_shortened_step() -> None:

@@ -297,6 +297,23 @@ def greedy_choice(
     return choice
 
 
+def random_choice(costs: Sequence[Sequence[float]], budget: float, rng: np.random.Generator) -> list[int]:
+    """A random feasible child, the search-free reference: from the parent (variant 0 everywhere),
+    repeatedly swap one randomly drawn group to a randomly drawn strictly cheaper variant until the
+    total cost fits ``budget``. Uses the costs only, never the scores."""
+    cs = _check_groups(costs, "costs")
+    choice = [0] * len(cs)
+    total = sum(float(c[0]) for c in cs)
+    while total > budget + 1e-12:
+        options = [(g, j) for g, c in enumerate(cs) for j in range(c.size) if float(c[choice[g]] - c[j]) > 0]
+        if not options:
+            raise ValueError(f"random choice cannot reach budget {budget}: no swap lowers the cost further")
+        g, j = options[int(rng.integers(len(options)))]
+        total -= float(cs[g][choice[g]] - cs[g][j])
+        choice[g] = j
+    return choice
+
+
 def uniform_choice(
     attn_scores: np.ndarray,
     ffn_scores: np.ndarray,
