@@ -549,7 +549,28 @@ def test_check_config_arms_criteria_and_validation() -> None:
         RMTCheckConfig(train=LMTrainConfig(seq_len=128))
 
 
-@pytest.mark.parametrize("scale", ["tiny", "small", "full"])
+def test_medium_preset_constructs_and_takes_one_step() -> None:
+    """The GPU preset (small cannot pass its floor gate on 2 cores): every arm builds, is
+    compute-matched, and one optimiser step of its recipe runs here on the CPU."""
+    from icml25.language.residual_matrix_transformer.check import build_model
+
+    cfg = CHECK.config("medium")
+    assert cfg.device == "auto" and cfg.torch_device().type in ("cpu", "cuda")
+    assert cfg.rmt.residual_size == 4 * GPTConfig.twin_of(cfg.rmt).d_model
+    gen = torch.Generator().manual_seed(0)
+    data = torch.randint(0, 256, (4000,), generator=gen, dtype=torch.uint8)
+    run = dataclasses.replace(cfg.train, steps=1, batch_size=2, eval_every=0, eval_tokens=256)
+    for arm, arm_cfg in cfg.arms().items():
+        model = build_model(arm_cfg, 0, "cpu")
+        assert count_parameters(model) == param_count(arm_cfg)["total"]
+        hist = train_lm(model, data, data, run)
+        assert math.isfinite(hist.final_bpb) and hist.steps == (1,)
+        assert cfg.arm_steps(arm) >= 1
+    with pytest.raises(ValueError, match="device"):
+        RMTCheckConfig(device="tpu")
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small", "medium", "full"])
 def test_every_arm_of_a_size_trains_for_the_same_flops(scale: str) -> None:
     """The D_k finding: arms were compared after equal steps, where D_k = 8 costs 18 % fewer FLOPs
     than D_k = 32. Now each arm's steps spend its size's budget (the twin transformer's FLOPs)."""

@@ -266,7 +266,9 @@ def spread_windows(tokens: Tensor, seq_len: int, max_tokens: int) -> Tensor:
 def bits_per_byte(model: nn.Module, windows: Tensor, batch_size: int = 64) -> float:
     """Mean next-byte cross-entropy in bits over ``windows (m, n + 1)``."""
     total, count = 0.0, 0
+    device = _device_of(model)
     for chunk in windows.split(batch_size):
+        chunk = chunk.to(device)
         logits = model(chunk[:, :-1])
         _, ce = lm_loss(logits, chunk[:, 1:])
         total += float(ce) * chunk[:, 1:].numel()
@@ -279,11 +281,17 @@ def window_bits(model: nn.Module, windows: Tensor, batch_size: int = 64) -> Tens
     """Mean next-byte cross-entropy in bits of each window of ``windows (m, n + 1)``: ``(m,)``, the
     per-item scores a paired comparison bootstraps over (their mean is :func:`bits_per_byte`)."""
     out = []
+    device = _device_of(model)
     for chunk in windows.split(batch_size):
+        chunk = chunk.to(device)
         logits = model(chunk[:, :-1]).float()
         ce = F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten().long(), reduction="none")
         out.append(ce.view(chunk.shape[0], -1).mean(1) / LN2)
-    return torch.cat(out)
+    return torch.cat(out).cpu()
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    return next(iter(model.parameters())).device
 
 
 def random_windows(tokens: Tensor, seq_len: int, count: int, generator: torch.Generator) -> Tensor:
@@ -406,8 +414,12 @@ def train_lm(
     offsets = torch.arange(n + 1)
     fpt = flops_per_token(model.cfg, n)
 
+    device = _device_of(model)  # the data follow the model (a GPU run places the model there)
+    train_on = train_tokens.to(device)
+    offsets = offsets.to(device)
+
     def loss_fn(m: nn.Module, starts: Tensor, _: torch.Generator) -> Tensor:
-        chunk = train_tokens[starts[:, None] + offsets[None, :]].long()
+        chunk = train_on[starts.to(device)[:, None] + offsets[None, :]].long()
         objective, _ce = lm_loss(m(chunk[:, :-1]), chunk[:, 1:], config.z_loss)
         return objective
 
