@@ -98,8 +98,8 @@ class PuzzleCheckConfig:
     cost_batch: int = 1
     cost_seq: int = 128
     cost_reps: int = 5
-    eval_windows: int = 2
-    eval_seq: int = 128
+    eval_windows: int = 8
+    eval_seq: int = 96
     tp_reps: int = 3
     speed_tolerance: float = 0.05
     code_chars: int = 1_000_000
