@@ -80,7 +80,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "caption_hallucination",
         "condensed_sparse_solver",
         "dycodeeval",
-        "dynamic_message_passing",
         "econ",
         "isotropic_merging",
         "l_diffusion",
