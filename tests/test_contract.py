@@ -87,7 +87,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "pde_transformer",
         "pinnsagent",
         "puzzle",
-        "residual_matrix_transformer",
         "selekt",
         "slimllm",
         "tarflow",
