@@ -144,11 +144,14 @@ def flow_matching_loss(
     """
     check_finite_tensor("x1", x1, floating=True)
     batch = x1.shape[0]
+    # draws come from the generator's device (a CPU generator keeps CPU runs bit-identical) and then
+    # move to the batch's device, so a GPU batch with a CPU generator works
+    draw_device = generator.device if generator is not None else x1.device
     if t is None:
-        t = sample_times(batch, generator=generator, kind=time_kind, dtype=x1.dtype)
+        t = sample_times(batch, generator=generator, kind=time_kind, dtype=x1.dtype).to(x1.device)
     _check_times(t, batch)
     if x0 is None:
-        x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype)
+        x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype, device=draw_device).to(x1.device)
     x_t = linear_path(x0, x1, t)
     pred = velocity(x_t, t, cond)
     if not isinstance(pred, Tensor) or pred.shape != x1.shape:
