@@ -356,8 +356,8 @@ def test_check_config_validation_and_full_preset_constructs() -> None:
     with pytest.raises(ValueError, match="train_max_len"):
         TuringProgramsCheckConfig(train_min_len=5, train_max_len=4)
     small = CHECK.config("small")
-    assert small.multiple_lengths() == {"1x": 3, "1p5x": 5, "2x": 6}
-    assert small.test_lengths() == (3, 4, 5, 6)
+    assert small.multiple_lengths() == {"1x": 2, "1p5x": 3, "2x": 4}
+    assert small.test_lengths() == (2, 3, 4)
     claim = CHECK.claim_for(CHECK.config("small", {"arms": ("tp_hard_alibi", "tp_nope", "tp_rope")}))
     assert [c.name for c in claim.criteria_at("small")][-1] == "beats_tp_rope_2x"
     full = CHECK.config("full")

@@ -10,10 +10,14 @@ n uniform in [1, L] (L = ``train_max_len``), and measure exact match at n = L (1
 
 Arms (same decoder shape, same optimiser, steps, batch size and learning-rate sweep):
     tp_hard_alibi          Turing Program + Hard-ALiBi (half the heads windows 1, 2, ..., the rest NoPE)
-    tp_nope                Turing Program, every head NoPE
+    tp_nope                Turing Program, every head NoPE (the headline baseline: the positional ablation)
     tp_learned             Turing Program, learned absolute positions
     scratchpad_hard_alibi  plain scratchpad (carry and partial sum only, no copy of the operands) + Hard-ALiBi
     direct_hard_alibi      direct answer, least significant digit first, + Hard-ALiBi
+``small`` runs ours, tp_nope and tp_learned (the 10-minute budget; see below); ``medium`` adds the
+direct answer, ``full`` every arm and TP + RoPE.
+Reference (never a baseline to beat): ``untrained``, ours at initialisation scored on the same
+problems: what "learned nothing" scores (exact match 0, token accuracy about 1/30).
 
 Equal effort: every arm gets the same number of optimiser steps of the same number of problems
 (steps x batch), i.e. the same number of training examples; scratchpad formats therefore see more
@@ -24,27 +28,38 @@ lengths (ties: lower validation loss); the other seeds reuse that value. Trainin
 functions of (config, arm, lr, seed) and run in ``workers`` single-threaded processes.
 
 Metric: teacher-forced exact match of the whole continuation (scratchpad and answer; equal to
-"greedy decoding reproduces the reference program"), on ``n_test`` problems per length; greedy
-decoding with the KV cache on ``n_greedy`` of them gives answer-only accuracy and the fraction of
-generated programs that pass the verifier.
+"greedy decoding reproduces the reference program"), on ``n_test`` problems per length, the same
+problems in the same order for every arm (they depend on the seed and the length only), so the
+runner pairs arms per problem; greedy decoding with the KV cache on ``n_greedy`` of them gives
+answer-only accuracy and the fraction of generated programs that pass the verifier.
 
-Criteria (declared before any small-scale number was seen; thresholds from the config):
-    ours_in_distribution   tp_hard_alibi exact_1x >= 0.95
-    ours_1p5x              tp_hard_alibi exact_1p5x >= 0.8
-    ours_2x                tp_hard_alibi exact_2x >= 0.8
-    beats_<baseline>_2x    tp_hard_alibi exact_2x - baseline exact_2x >= 0.3, for each baseline
-Fit gate: a seed on which no arm reaches ``fit_gate`` exact match at 1x has not trained long
-enough to say anything about generalisation; its criterion metrics are NaN, so the verdict is
-"inconclusive" rather than a failure.
+Gates (a failed gate gives "inconclusive": the claim is about generalising beyond what was fitted):
+    ours_fits_training_length   tp_hard_alibi exact_1x >= fit_gate (0.9), seed mean
+    ours_above_untrained        tp_hard_alibi token_acc_1x >= 0.5 (the untrained reference: ~0.03)
+Criteria (declared before any small-scale number was seen):
+    beats_tp_nope_2x (headline) exact_2x of ours > tp_nope's, paired over seeds and test problems,
+                                smallest effect 0.3 (EFFECT_SOURCE: a third of the paper's > 0.9 gap)
+    beats_<other>_2x            the same against every other baseline arm
+    ours_in_distribution        tp_hard_alibi exact_1x >= 0.95
+    ours_1p5x, ours_2x          tp_hard_alibi exact at 1.5x and 2x >= 0.8 (the paper: 98 % at 2x)
 
-Outcome at small (3 seeds, recorded 2026-12-03, 4.4-6.2 min on 2 shared cores): inconclusive. After
-600 steps no arm fits the training lengths: exact match at n = 3 is 0 for ours, TP + NoPE and the
-plain scratchpad, 0.003 for the direct answer and 0.10 for TP + learned positions, and 0 for every
-arm at n = 4, 5, 6. Learned absolute positions fit fastest in distribution (token accuracy 0.97 at
-n = 3 against 0.59 for ours). In separate 5x longer runs (3000 steps, seed 0, lr 3e-3, not part of
-the verdict) ours reached 0.45 exact at n = 3 and TP + learned positions 1.0, both 0 at n = 4-6: at
-this model size and budget we see no length generalisation from either, and the Hard-ALiBi model is
-the slower one to fit. The paper trains far larger models far longer than 2 CPU cores allow.
+Sizing (issue 40). The old small preset (1..3 digits, 600 steps of 16) fitted no arm (best exact at
+1x: 0.10). Fewer digits and more steps were tried first, outside the check, seed 0, 100 problems a
+length, on the shared machine: with 1..2-digit training and 1000 steps of 32 problems (lr 3e-3,
+2 layers, d = 64) TP + learned positions is exact at n = 2 (1.00) but ours reaches 0.08, TP + NoPE
+0.04 and the direct answer 0.04 (all 1.00 at n = 1; 0 for every arm at n = 3, 4); with 3 layers,
+lr 1e-2 and 2000 steps ours reaches 0.52 at n = 2 (token accuracy 0.99) and 0 at n = 3, 4. The
+small preset is the largest run that fits about 5 minutes alone on 2 cores (1..2 digits, tests at
+2, 3, 4; 1000 steps of 32; lr in {3e-3, 1e-2}; three arms); ``medium`` (one GPU, 1..5 digits, a
+4-layer width-256 model, 8000 steps of 64) is the preset that could pass the fit gate.
+
+Outcome at small (recorded 2026-12-05, 3 seeds, 300 problems a length, on 2 cores shared with
+other jobs). First with 1500 steps (21 min at load 4-8, about 8 min alone: over the budget):
+inconclusive, the fit gate fails: ours is exact on 0.14 of 2-digit problems (seeds 0.29, 0.02,
+0.09; token accuracy 0.96), TP + NoPE 0.25, TP + learned positions 1.00; every arm is 0 exact at
+n = 3 and 4, so the headline's paired interval is [0, 0] and would fail were the gate passed. The
+preset was then cut to 1000 steps to fit the time budget (the gate fails either way); its run is
+in the README. What would decide the claim: ``medium`` on one GPU.
 """
 
 from __future__ import annotations
@@ -105,25 +120,25 @@ class TuringProgramsCheckConfig:
     """
 
     train_min_len: int = 1
-    train_max_len: int = 3
-    extra_lengths: tuple[int, ...] = (4,)
-    n_test: int = 100
+    train_max_len: int = 2
+    extra_lengths: tuple[int, ...] = ()
+    n_test: int = 300
     n_greedy: int = 16
-    n_val: int = 48
+    n_val: int = 64
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 8
     n_hard: int = 4
     mlp_ratio: float = 4.0
-    train: TrainConfig = TrainConfig(steps=600, batch_size=16, lr=3e-3, warmup_steps=40)
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3)
+    train: TrainConfig = TrainConfig(steps=1000, batch_size=32, lr=3e-3, warmup_steps=40)
+    lr_grid: tuple[float, ...] = (3e-3, 1e-2)
     sweep_seed: int = 0
-    arms: tuple[str, ...] = ("tp_hard_alibi", *BASELINES)
+    arms: tuple[str, ...] = ("tp_hard_alibi", "tp_nope", "tp_learned")
     threads: int = 1
     workers: int = 2
     in_dist_threshold: float = 0.95
     long_threshold: float = 0.8
-    margin: float = 0.3
+    margin: float = EFFECT
     fit_gate: float = 0.9
     device: str = "cpu"
 
@@ -294,13 +309,11 @@ CLAIM = Claim(
     min_seeds=3,
     timed_metrics=("train_seconds",),
     setup_notes=(
-        "Train on 1..3-digit additions, test at 3, 4, 5 and 6 digits (the paper: up to 50, test 100); a "
-        "2-layer, "
-        "d=64, 8-head decoder (~0.1M parameters; the paper's model is far larger); 600 AdamW steps of 16 "
-        "problems per arm with the best of lr {1e-3, 3e-3} on a validation set (a budget set by 10 minutes "
-        "on 2 shared CPU cores for 5 arms x 3 seeds); our own addition Turing Program (the paper's exact "
-        "format and "
-        "hyper-parameters are not given); 100 test problems per length."
+        "small: train on 1..2-digit additions, test at 2, 3 and 4 digits (the paper: up to 50, test 100); a "
+        "2-layer, d=64, 8-head decoder (~0.1M parameters; the paper's model is far larger); 1000 AdamW steps "
+        "of 32 problems per arm with the best of lr {3e-3, 1e-2} on a validation set (a budget set by 10 "
+        "minutes on 2 CPU cores for 3 arms x 3 seeds); our own addition Turing Program (the paper's exact "
+        "format and hyper-parameters are not given); 300 test problems per length, the same for every arm."
     ),
 )
 
