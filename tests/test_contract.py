@@ -88,7 +88,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "pinnsagent",
         "puzzle",
         "selekt",
-        "slimllm",
         "tarflow",
         "thinkdiff",
         "turing_programs",
