@@ -58,8 +58,10 @@ other jobs). First with 1500 steps (21 min at load 4-8, about 8 min alone: over 
 inconclusive, the fit gate fails: ours is exact on 0.14 of 2-digit problems (seeds 0.29, 0.02,
 0.09; token accuracy 0.96), TP + NoPE 0.25, TP + learned positions 1.00; every arm is 0 exact at
 n = 3 and 4, so the headline's paired interval is [0, 0] and would fail were the gate passed. The
-preset was then cut to 1000 steps to fit the time budget (the gate fails either way); its run is
-in the README. What would decide the claim: ``medium`` on one GPU.
+preset was then cut to 1000 steps to fit the time budget (the gate fails either way): 5.1 min at
+load 3-6, inconclusive, fit gate 0.064 (seeds 0.07, 0.07, 0.05; token accuracy 0.95), TP + NoPE
+0.02, TP + learned 1.00, every arm 0 exact at n = 3 and 4, headline interval [0, 0]. What would
+decide the claim: ``medium`` on one GPU.
 """
 
 from __future__ import annotations
