@@ -90,7 +90,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "selekt",
         "tarflow",
         "thinkdiff",
-        "turing_programs",
     }
 )
 
