@@ -14,16 +14,29 @@ Arms at each budget ``b`` (fraction of the parent's predicted latency, 0.75 and 
     greedy    from the parent, cheapest KL increase per ms saved, until the budget fits
     uniform   the best single (attention, FFN) variant used in every layer that fits
     depth     whole layers removed, smallest replace-one-layer KL first, until the budget fits
-    parent    the unmodified model (reference)
-Metrics per arm and budget ``p`` (percent): ``en_bpb_p``, ``code_bpb_p`` (held-out bits per byte on
-English / Python), ``kl_p`` (mean next-token KL to the parent on held-out English+Python windows),
-``speedup_p`` (measured forward tokens/s of the child / the parent's, interleaved in the same run),
-``pred_ratio_p`` (predicted latency / parent's), ``params_p`` (decoder parameters / parent's).
+References: ``parent`` (the unmodified model: the ceiling, a control) and ``random`` (a random
+feasible child: random cheaper swaps until the budget fits, drawn per seed; the floor a search
+without scores reaches). Every seed draws its own BLD, scoring and evaluation windows (scoring and
+evaluation from disjoint halves of the held-out text).
 
-Criteria, declared before any small-scale number was seen: at each budget the MIP child's English
-and Python bits per byte and its KL are no worse than greedy's and uniform's (12 comparisons), and
-its measured speed-up is at least ``(1 / b) * (1 - speed_tolerance)`` (timing noise allowance,
-default 5 %). No global distillation (uptraining) is applied to any arm.
+Metrics per arm and budget ``p`` (percent): ``bpb_p`` and ``kl_p`` kept per evaluation window
+(English and Python windows pooled; the runner pairs arms over seeds and windows), ``en_bpb_p``,
+``code_bpb_p`` (bits per byte per corpus), ``speedup_p`` (measured forward tokens/s of the child /
+the parent's, median of interleaved repetitions), ``pred_ratio_p``, ``params_p``, ``score_p``.
+
+Gates (declared before the small run): ``scores_informative_60``: greedy's held-out bits/byte below
+the random child's (the scores carry information); ``equal_speed_<p>``: the MIP child's measured
+speed-up at least ``1 - speed_tolerance`` times greedy's (the comparison is at about equal speed).
+
+Criteria (declared before any small-scale number was seen): headline ``bpb_vs_greedy_60``, the MIP
+child's held-out bits/byte below greedy's at the tightest budget, paired over seeds and windows with
+smallest effect ``BPB_EFFECT`` = 0.01 bits/byte (declared: about 1 % of the parent's bits per byte;
+the paper's MMLU gap, 78.39 vs 70.74, has no bits-per-byte equivalent); the same against greedy at
+0.75 and against uniform at both budgets, and on per-window KL with ``KL_EFFECT`` = 0.025 nats (the
+same 0.01 bits/byte at about 3.7 bytes per SmolLM2 token); and the measured speed-up at least
+``(1 / b) * (1 - speed_tolerance)`` (default 5 %). The MIP child cannot score worse than greedy on
+the MIP's own objective, so only held-out windows decide. No global distillation (uptraining) is
+applied to any arm.
 """
 
 from __future__ import annotations
@@ -100,7 +113,7 @@ class PuzzleCheckConfig:
     cost_reps: int = 5
     eval_windows: int = 8
     eval_seq: int = 96
-    tp_reps: int = 3
+    tp_reps: int = 9
     speed_tolerance: float = 0.05
     code_chars: int = 1_000_000
     cost: str = "latency"
@@ -393,7 +406,7 @@ class PuzzleCheck(ClaimCheck[PuzzleCheckConfig]):
             cost_reps=11,
             eval_windows=16,
             eval_seq=256,
-            tp_reps=5,
+            tp_reps=11,
             code_chars=2_000_000,
         ),
     }
