@@ -188,6 +188,78 @@ class TestVerdict:
         v = compute_verdict([_r("g", True, "gate"), _r("h", True, "headline"), _r("s", True)], n_seeds=3)
         assert v.kind is VerdictKind.REPRODUCED and "1 of 1 supporting hold" in v.reason
 
+    def test_scoped_gate_sets_aside_only_what_it_guards(self) -> None:
+        llm_gate = _r("llm_can", False, "gate", needs="a larger language model", guards=("llm_beats",))
+        rows = [
+            _r("g", True, "gate"),
+            llm_gate,
+            _r("h", True, "headline"),
+            _r("s", True),
+            _r("llm_beats", False),
+        ]
+        v = compute_verdict(rows, n_seeds=3)
+        # without the scope the failed gate would close everything; with it the rest decides
+        assert v.kind is VerdictKind.REPRODUCED
+        assert "llm_beats not judged (llm_can" in v.reason and "needs a larger language model" in v.reason
+        assert "1 of 1 supporting hold" in v.reason
+        unscoped = dataclasses.replace(llm_gate, guards=())
+        assert compute_verdict([*rows[:1], unscoped, *rows[2:]], n_seeds=3).kind is VerdictKind.NEEDS
+
+    def test_passing_scoped_gate_lets_its_criteria_decide(self) -> None:
+        rows = [
+            _r("llm_can", True, "gate", guards=("llm_beats",)),
+            _r("h", True, "headline"),
+            _r("llm_beats", False),
+        ]
+        v = compute_verdict(rows, n_seeds=3)
+        assert v.kind is VerdictKind.NOT_REPRODUCED and "fails: llm_beats" in v.reason
+
+    def test_scoped_gate_is_declared_on_gates_and_never_guards_the_headline(self) -> None:
+        extra = _paired("llm_beats", other_arm="base")
+        ok = _claim(criteria=(_paired(), extra), gates=(_gate(), _gate("llm_can", guards=("llm_beats",))))
+        assert ok.gates[1].guards == ("llm_beats",)
+        with pytest.raises(ValueError, match="guards the headline"):
+            _claim(criteria=(_paired(), extra), gates=(_gate("llm_can", guards=("beats",)),))
+        with pytest.raises(ValueError, match="not criteria"):
+            _claim(gates=(_gate("llm_can", guards=("nope",)),))
+        with pytest.raises(ValueError, match="only a gate can guard"):
+            _claim(criteria=(_paired(), _paired("other", guards=("beats",))))
+        with pytest.raises(ValueError, match="tuple of distinct"):
+            _gate("llm_can", guards="beats")
+
+    def test_guards_survive_the_stored_result(self) -> None:
+        crits = (
+            _r("llm_can", False, "gate", guards=("llm_beats",)),
+            _r("h", True, "headline"),
+            _r("llm_beats", False),
+        )
+        result = CheckResult(
+            slug="h_tuning",
+            scale="small",
+            seeds=(0, 1, 2),
+            claim={
+                "statement": "s",
+                "source": "x",
+                "ours": "ours",
+                "headline": "h",
+                "baselines": ["base"],
+                "criteria": [],
+            },
+            metrics={},
+            criteria=crits,
+            verdict=compute_verdict(crits, n_seeds=3),
+            config={},
+            wall_time_s=1.0,
+            environment={},
+            started_at="2026-01-01T00:00:00Z",
+            run_id=ResultStore.new_run_id(),
+        )
+        data = json.loads(json.dumps(result.to_json()))
+        assert data["gates"][0]["guards"] == ["llm_beats"]
+        back = CheckResult.from_json(data)
+        assert back.criteria[0].guards == ("llm_beats",)
+        assert compute_verdict(back.criteria, n_seeds=3).kind is VerdictKind.REPRODUCED
+
     def test_stored_result_with_failed_gate_is_never_shown_as_not_reproduced(self, tmp_path) -> None:
         store = ResultStore(tmp_path)
         crits = (

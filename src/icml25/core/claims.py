@@ -148,6 +148,11 @@ class Criterion:
         scales: the scales at which this criterion is evaluated (``tiny`` criteria are smoke
             conditions; a claim is only judged at ``small`` and ``full``).
         description: the condition in words, for the report.
+        guards: for a gate only: the names of the criteria it alone closes. A gate with no
+            ``guards`` closes the whole verdict when it fails; a scoped gate leaves the verdict to
+            the other criteria and reports the guarded ones as not judged (for example, the claim
+            about a language model's quality behind "the embedded model can do the task", beside a
+            mechanism test with scripted components that stays judged).
     """
 
     name: str
@@ -165,8 +170,11 @@ class Criterion:
     effect_source: str = ""
     comparison: Comparison = "superiority"
     needs: str | None = None
+    guards: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.guards, str) or len(set(self.guards)) != len(self.guards):
+            raise ValueError(f"Criterion {self.name!r}: guards must be a tuple of distinct criterion names")
         if self.op not in _OPS:
             raise ValueError(f"Criterion {self.name!r}: op must be one of {sorted(_OPS)}, got {self.op!r}")
         if self.reduce not in _REDUCERS:
@@ -304,6 +312,23 @@ class Claim:
         for g in self.gates:
             if g.paired:
                 raise ValueError(f"Claim: gate {g.name!r} is a point condition; give it no smallest_effect")
+        criterion_names = [c.name for c in self.criteria]
+        headline_name = self.headline if self.headline is not None else criterion_names[0]
+        for g in self.gates:
+            stray_names = set(g.guards) - set(criterion_names)
+            if stray_names:
+                raise ValueError(
+                    f"Claim: gate {g.name!r} guards {sorted(stray_names)}, which are not criteria "
+                    f"({criterion_names})"
+                )
+            if headline_name in g.guards:
+                raise ValueError(
+                    f"Claim: gate {g.name!r} guards the headline {headline_name!r}; a gate that closes "
+                    "the headline closes the verdict, so give it no guards="
+                )
+        for c in self.criteria:
+            if c.guards:
+                raise ValueError(f"Claim: criterion {c.name!r} names guards=; only a gate can guard criteria")
         for c in (*self.criteria, *self.gates):
             for arm in (c.arm, c.other_arm):
                 if arm is not None and arm not in arms:
@@ -449,6 +474,7 @@ class CriterionResult:
     comparison: str = "superiority"
     resolve_factor: float | None = None
     needs: str | None = None
+    guards: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line: name, outcome and, where there is one, the interval."""
@@ -506,6 +532,7 @@ def evaluate_criterion(
         smallest_effect=criterion.smallest_effect,
         comparison=criterion.comparison,
         needs=criterion.needs,
+        guards=tuple(criterion.guards),
     )
     value, reason = lookup(criterion.arm, criterion.metric)
     if value is None:
@@ -641,7 +668,9 @@ def compute_verdict(
         4. fewer seeds than ``min_seeds`` -> ``inconclusive``
         5. a gate failed or could not be evaluated -> ``inconclusive`` (the setup cannot show the
            effect; the reason names the gate, its value and threshold), or ``needs <resource>``
-           when the gate declares that only a resource can pass it
+           when the gate declares that only a resource can pass it. A scoped gate (one with
+           ``guards``) instead sets aside only the criteria it guards: they are reported as not
+           judged (with the resource they need, where the gate names one) and the rest decide.
         6. the headline criterion fails   -> ``not reproduced``
         7. the headline is undetermined or not evaluable -> ``inconclusive`` (underpowered: the
            reason gives the interval and about how many times the units would resolve it)
@@ -673,7 +702,9 @@ def compute_verdict(
             VerdictKind.INCONCLUSIVE,
             reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}{also}",
         )
-    closed = [g for g in gates if g.passed is not True]
+    headline_names = {r.name for r in criteria if r.role == "headline"}
+    scoped = [g for g in gates if g.guards and not headline_names & set(g.guards)]
+    closed = [g for g in gates if g.passed is not True and g not in scoped]
     if closed:
         what = "; ".join(_gate_text(g) for g in closed)
         needs = next((g.needs for g in closed if g.needs and g.passed is False), None)
@@ -682,6 +713,17 @@ def compute_verdict(
         return Verdict(
             VerdictKind.INCONCLUSIVE, reason=f"gate failed, the setup cannot show the effect: {what}"
         )
+    set_aside: list[str] = []
+    for g in scoped:
+        if g.passed is not True:
+            guarded = [r.name for r in criteria if r.name in g.guards]
+            if guarded:
+                need = f", needs {g.needs}" if g.needs and g.passed is False else ""
+                set_aside.append(f"{', '.join(guarded)} not judged ({_gate_text(g)}{need})")
+            criteria = [r for r in criteria if r.name not in g.guards]
+    failed = [r.name for r in criteria if r.passed is False]
+    if not criteria:
+        return Verdict(VerdictKind.INCONCLUSIVE, reason="; ".join(set_aside))
     headline = next((r for r in criteria if r.role == "headline"), None)
     supporting = [r for r in criteria if r is not headline]
     parts = []
@@ -696,6 +738,7 @@ def compute_verdict(
             parts.append("fails: " + ", ".join(s_failed))
         if s_open:
             parts.append("undecided: " + ", ".join(s_open))
+    parts.extend(set_aside)
     reason = "; ".join(parts)
     if headline is not None:
         if headline.passed is False:
@@ -785,6 +828,7 @@ class CheckResult:
                         "op": c.op,
                         "passed": c.passed,
                         "needs": c.needs,
+                        "guards": list(c.guards),
                         "description": c.description,
                     }
                     for c in self.criteria
@@ -842,6 +886,7 @@ class CheckResult:
                     ),
                     resolve_factor=_opt_num(c.get("resolve_factor")),
                     needs=_opt_str(c.get("needs")),
+                    guards=tuple(_str(g) for g in _list(c.get("guards", []))),
                 )
                 for c in map(_dict, _list(data["criteria"]))
             )
@@ -957,11 +1002,22 @@ def claim_to_json(claim: Claim) -> dict[str, Any]:
         "references": list(claim.references),
         "controls": list(claim.controls),
         "criteria": [
-            {**asdict(c), "scales": list(c.scales), "formula": c.describe(), "role": claim.role_of(c.name)}
+            {
+                **{k: v for k, v in asdict(c).items() if k != "guards"},  # only gates guard criteria
+                "scales": list(c.scales),
+                "formula": c.describe(),
+                "role": claim.role_of(c.name),
+            }
             for c in claim.criteria
         ],
         "gates": [
-            {**asdict(g), "scales": list(g.scales), "formula": g.describe(), "role": "gate"}
+            {
+                **asdict(g),
+                "scales": list(g.scales),
+                "guards": list(g.guards),
+                "formula": g.describe(),
+                "role": "gate",
+            }
             for g in claim.gates
         ],
     }
