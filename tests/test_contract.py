@@ -85,7 +85,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "nice",
         "pde_transformer",
         "pinnsagent",
-        "puzzle",
         "selekt",
         "tarflow",
         "thinkdiff",
