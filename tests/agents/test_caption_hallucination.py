@@ -448,6 +448,8 @@ def test_claim_follows_the_protocol() -> None:
     # the LLM path is judged behind a gate that names the resource it needs
     llm_gate = next(g for g in claim.gates if g.name == "llm_decomposes")
     assert llm_gate.needs and "llm_removal_beats_confidence" in {c.name for c in claim.criteria_at("small")}
+    # ... and the gate is scoped: a weak LLM sets aside only the LLM criterion, not the grammar path
+    assert llm_gate.guards == ("llm_removal_beats_confidence",)
 
 
 def test_non_isolated_verifier_reads_the_caption_not_only_its_overlap() -> None:

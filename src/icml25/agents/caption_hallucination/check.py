@@ -64,7 +64,9 @@ Gates (declared before any small-scale number of this design was seen):
     * ``llm_decomposes`` (``needs`` a stronger LLM when it fails): the LLM's decomposition matches
       the grammar's propositions with F1 >= 0.9. (Declared first at full only, on the expectation
       that SmolLM2-135M would fail it and close the whole verdict; the first small run measured
-      F1 0.97, and the gate and its criterion now apply at small with the same thresholds.)
+      F1 0.97, and the gate and its criterion now apply at small with the same thresholds.) It is a
+      scoped gate (``guards``): failing, it sets aside only ``llm_removal_beats_confidence`` and
+      the rule-decomposed criteria still decide the verdict.
 
 Criteria (paired: two-stage bootstrap over seeds, then test images; each with a smallest effect):
     * headline ``removal_beats_confidence``: CapMAS removes a larger share of hallucinated
@@ -467,7 +469,9 @@ def _gates(config: CaptionCheckConfig) -> tuple[Criterion, ...]:
             threshold=config.min_llm_f1,
             scales=small,
             needs="an LLM that decomposes the captions into the evaluator's propositions",
-            description="the LLM's propositions match the grammar's (F1 over proposition keys)",
+            guards=("llm_removal_beats_confidence",),
+            description="the LLM's propositions match the grammar's (F1 over proposition keys); a "
+            "scoped gate: when it fails only the LLM criterion is set aside, the grammar path decides",
         ),
     )
 
