@@ -20,8 +20,10 @@ architecture merge unchanged. Conventions (Section 3 of the paper): the task mat
   Model Merging*, CVPR 2025), the strongest prior method the paper compares with: each task keeps its
   top ``r/T`` singular triplets, the stacked left and right vectors are orthogonalised through their
   polar factors, and the singular values are kept as they are (not flattened).
-- :func:`subspace_alignment_ratio` — SAR (Section 3, Eq. 4): the share of ``‖Δ_t‖_F`` inside the
-  dominant left singular subspace of a merged matrix (the rank that holds 95 % of its energy).
+- :func:`subspace_alignment_ratio` — SAR (Section 3, Eq. 4) as the official ``fig_3a.py`` computes
+  it: the share of ``‖Δ_t‖_F`` inside the dominant left singular subspace of a merged matrix (the
+  leading directions before the norm share √(cumsum σ²/Σσ²) passes 0.95; for a flat spectrum the
+  directions are ordered by the summed task matrix, as the script does for Iso-C).
 
 Parameters that are not matrices (biases, norms, 1-D tensors) are merged by plain averaging in
 both Iso methods, as in the paper. As in the official code (``src/utils/iso.py``), every other 2-D
@@ -418,15 +420,58 @@ def apply_merge(pretrained: StateDict, merged: StateDict, alpha: float) -> dict[
     return out
 
 
-def subspace_alignment_ratio(task_matrix: Tensor, merged_matrix: Tensor, *, energy: float = 0.95) -> float:
-    """SAR (Eq. 4): ``‖U_k U_kᵀ Δ_t‖_F / ‖Δ_t‖_F`` with ``U_k`` the top-k left singular vectors of
-    the merged matrix and k the smallest rank whose singular values hold ``energy`` of its
-    squared Frobenius norm. Returns NaN when ``Δ_t`` is zero.
+def _sar_rank(s: Tensor, energy: float) -> int:
+    """The official rank rule (``calc_rank`` in the paper's ``fig_3a.py``): the number of leading
+    singular values before ``√(cumsum σ² / Σσ²)`` first exceeds ``energy`` (the Frobenius-norm share,
+    not the energy share). With ``energy = 1`` every direction counts."""
+    total = float((s**2).sum())
+    if total == 0.0:
+        return 0
+    share = torch.sqrt(torch.cumsum(s**2, 0) / total)
+    return min(int((share <= float(energy) + 1e-12).sum()), s.shape[0])
+
+
+def _sar_basis(merged: Tensor, summed: Tensor | None, energy: float) -> Tensor:
+    """The left singular directions of ``merged`` that SAR projects on (``m × k``).
+
+    A merge with a flat spectrum (Iso-C, Iso-CTS) has no preferred basis: any orthonormal basis of
+    its column space is a set of singular vectors, and an arbitrary one cut at a rank makes SAR a
+    constant of the rank (about √0.9 for a random cut). The official figure script takes the
+    directions of the summed task matrix instead (for Iso-C, whose singular vectors are the sum's,
+    ``U_iso_k = U_sum[:, :k]``); so for a flat spectrum and a given ``summed`` the basis of the
+    merge's column space is ordered by ``summed`` (left singular vectors of ``U_mᵀ · summed``, which
+    are exactly the sum's for Iso-C), and the rank comes from the flat spectrum."""
+    u, s, _ = _svd(merged.float())
+    k = _sar_rank(s, energy)
+    if summed is not None and k > 0 and float(s[0]) > 0:
+        flat = float(s[0] - s[-1]) <= 1e-4 * float(s[0])
+        if flat:
+            q, _, _ = torch.linalg.svd(u.T @ summed.to(u.dtype), full_matrices=False)
+            u = u @ q
+    return u[:, :k]
+
+
+def subspace_alignment_ratio(
+    task_matrix: Tensor, merged_matrix: Tensor, *, energy: float = 0.95, summed: Tensor | None = None
+) -> float:
+    """SAR (Eq. 4), as the paper's ``fig_3a.py`` computes it: ``‖U_k U_kᵀ Δ_t‖_F / ‖Δ_t‖_F`` with
+    ``U_k`` the top-k left singular vectors of the merged matrix and k the number of leading
+    singular values before ``√(cumsum σ²/Σσ²)`` exceeds ``energy`` (:func:`_sar_rank`).
+
+    Args:
+        summed: the summed task matrix ``Σ_t Δ_t``; when the merge's spectrum is flat (Iso-C,
+            Iso-CTS) its directions order the merge's basis, as in the official script
+            (:func:`_sar_basis`). Without it a flat spectrum gives an arbitrary basis.
+
+    Returns NaN when ``Δ_t`` is zero.
 
     Raises:
         ValueError: non-2-D, mismatched, empty or non-finite inputs, or ``energy`` outside (0, 1].
     """
-    for nm, x in (("task_matrix", task_matrix), ("merged_matrix", merged_matrix)):
+    pairs = [("task_matrix", task_matrix), ("merged_matrix", merged_matrix)]
+    if summed is not None:
+        pairs.append(("summed", summed))
+    for nm, x in pairs:
         if not isinstance(x, Tensor):
             raise TypeError(f"{nm} must be a torch.Tensor, got {type(x).__name__}")
         if x.ndim != 2:
@@ -437,24 +482,18 @@ def subspace_alignment_ratio(task_matrix: Tensor, merged_matrix: Tensor, *, ener
             raise TypeError(f"{nm} must be floating point, got {x.dtype}")
         if not torch.isfinite(x).all():
             raise ValueError(f"{nm} contains NaN or infinite values")
-    if task_matrix.shape != merged_matrix.shape:
-        raise ValueError(
-            f"task_matrix {tuple(task_matrix.shape)} and merged_matrix {tuple(merged_matrix.shape)} differ"
-        )
+    for nm, x in pairs[1:]:
+        if x.shape != task_matrix.shape:
+            raise ValueError(f"task_matrix {tuple(task_matrix.shape)} and {nm} {tuple(x.shape)} differ")
     if isinstance(energy, bool) or not isinstance(energy, (int, float)) or not 0.0 < float(energy) <= 1.0:
         raise ValueError(f"energy must be in (0, 1], got {energy!r}")
-    u, s, _ = _svd(merged_matrix.float())
-    total = float((s**2).sum())
-    d = task_matrix.to(u.dtype)
+    uk = _sar_basis(merged_matrix, summed, float(energy))
+    d = task_matrix.to(uk.dtype)
     norm = float(torch.linalg.norm(d))
     if norm == 0.0:
         return math.nan
-    if total == 0.0:
+    if uk.shape[1] == 0:
         return 0.0
-    frac = torch.cumsum(s**2, 0) / total
-    k = int((frac < float(energy) - 1e-12).sum()) + 1
-    k = min(k, s.shape[0])
-    uk = u[:, :k]
     return float(torch.linalg.norm(uk @ (uk.T @ d)) / norm)
 
 
@@ -465,8 +504,9 @@ def mean_sar(
     is_matrix: MatrixPredicate = is_matrix_param,
     energy: float = 0.95,
 ) -> list[float]:
-    """SAR of each task vector with a merge, averaged over the shared matrix parameters (as in the
-    paper's Fig. 3); one SVD of each merged matrix serves all tasks."""
+    """SAR of each task vector with a merge (:func:`subspace_alignment_ratio`, the official rule,
+    flat spectra ordered by the summed task matrix), averaged over the shared matrix parameters (as
+    in the paper's Fig. 3); one basis per merged matrix serves all tasks."""
     names = _check_tvs(task_vecs)
     _check_state("merged", merged)
     if isinstance(energy, bool) or not isinstance(energy, (int, float)) or not 0.0 < float(energy) <= 1.0:
@@ -477,18 +517,16 @@ def mean_sar(
         d0 = task_vecs[0][k]
         if k not in merged or d0.ndim != 2 or not is_matrix(k, d0) or merged[k].shape != d0.shape:
             continue
-        u, s, _ = _svd(merged[k].float())
-        total = float((s**2).sum())
-        if total == 0.0:
+        if float(torch.linalg.norm(merged[k].float())) == 0.0:
             continue
-        frac = torch.cumsum(s**2, 0) / total
-        rank = min(int((frac < float(energy) - 1e-12).sum()) + 1, s.shape[0])
-        uk = u[:, :rank]
+        summed = torch.stack([tv[k].float() for tv in task_vecs]).sum(0)
+        uk = _sar_basis(merged[k], summed, float(energy))
         for t, tv in enumerate(task_vecs):
-            d = tv[k].to(u.dtype)
+            d = tv[k].to(uk.dtype)
             norm = float(torch.linalg.norm(d))
             if norm > 0.0:
-                sums[t] += float(torch.linalg.norm(uk @ (uk.T @ d))) / norm
+                proj = float(torch.linalg.norm(uk @ (uk.T @ d))) if uk.shape[1] else 0.0
+                sums[t] += proj / norm
                 counts[t] += 1
     if not any(counts):
         raise ValueError("task_vecs and merged share no non-zero matrix parameter")
