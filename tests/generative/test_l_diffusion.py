@@ -18,6 +18,7 @@ from icml25.generative.l_diffusion import (
     SynthPathConfig,
     dice_loss,
     make_synthpath,
+    per_image_scores,
     pixel_infonce,
     predict_labels,
     seg_metrics,
@@ -176,3 +177,134 @@ def test_presets_and_full_scale_one_step() -> None:
     ld.contrastive_finetune(x, y, steps=1, batch_size=1)
     seg = SmallUNet(3 + ld.n_features, 6, full.seg_channels, time=False)
     train_segmenter(seg, torch.cat([ld.pixel_features(x), x], 1), y, steps=1, lr=1e-3, batch_size=2)
+
+
+# --- issue 41: input parity, a headline that does not reward absent classes, official InfoNCE sampling
+
+
+class _Ctx:
+    def progress(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+def test_headline_metric_does_not_reward_absent_classes() -> None:
+    """A constant background prediction scores ~0.5 per-image Dice (absent classes score 1, the official
+    convention) but nothing on the headline's metric (per-image mIoU, absent classes skipped)."""
+    d = make_synthpath(SynthPathConfig(size=24, n_unlabeled=0, n_train=1, n_val=1, n_test=40, seed=1))
+    const = np.zeros_like(d.test_y)
+    m = seg_metrics(const, d.test_y, d.n_classes, tail=(4, 5))
+    assert m["dice"] > 0.3  # the official Dice rewards the classes a tile lacks
+    head = CHECK.claim_for(CHECK.config("small")).headline_criterion()
+    assert m[head.metric] < 0.05
+    assert m["pooled_dice"] < 0.05 and m["tail_dice"] == 0.0
+    per = per_image_scores(const, d.test_y, d.n_classes)
+    assert per["miou"].shape == (40,) and per["miou"].mean() == pytest.approx(m["miou"])
+
+
+def test_protocol_arms_references_gates_and_paired_headline() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    head = claim.headline_criterion()
+    assert (head.arm, head.other_arm, head.metric) == ("ldiffusion", "unet_gray", "miou")
+    assert head.smallest_effect and head.smallest_effect > 0
+    assert claim.references == ("constant",)
+    assert {g.name for g in claim.gates_at("small")} == {"baseline_learns", "pretrain_learns"}
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None, c.name
+    assert "unet_gray" in claim.baselines and "constant" not in claim.baselines
+
+
+def test_unet_gray_arm_sees_the_grayscale_image(monkeypatch) -> None:
+    """The supervised baseline with the method's kind of input: a one-channel grayscale image."""
+    import icml25.generative.l_diffusion.check as chk
+
+    seen: list[int] = []
+    real = chk.train_segmenter
+
+    def spy(net, inputs, labels, **kw):  # type: ignore[no-untyped-def]
+        seen.append(int(inputs.shape[1]))
+        return real(net, inputs, labels, **kw)
+
+    monkeypatch.setattr(chk, "train_segmenter", spy)
+    cfg = CHECK.config("tiny")
+    out = CHECK.run_seed(cfg, 0, _Ctx())  # type: ignore[arg-type]
+    n_feat = len(cfg.ld.timesteps)
+    # smallest fraction: ldiffusion, gaussian, no_contrastive (features), unet_gray (1), unet (3);
+    # all labels: ldiffusion, unet_gray, unet
+    assert seen == [n_feat, n_feat, n_feat, 1, 3, n_feat, 1, 3]
+    assert set(out.metrics) == {"ldiffusion", "gaussian", "no_contrastive", "unet_gray", "unet", "constant"}
+    for arm in out.metrics:
+        assert out.items[arm]["miou"].shape == (cfg.data.n_test,)
+        assert out.metrics[arm]["miou"] == pytest.approx(float(out.items[arm]["miou"].mean()))
+    assert out.metrics["constant"]["val_miou"] == pytest.approx(
+        out.metrics["unet_gray"]["val_miou"] - out.metrics["unet_gray"]["val_miou_over_constant"]
+    )
+
+
+def test_infonce_defaults_are_the_official_sampling() -> None:
+    cfg = LDiffusionConfig()
+    assert cfg.anchor_fraction == 0.01 and cfg.min_anchors == 4 and cfg.n_neg == 1024
+    assert cfg.negatives_with_replacement is False and cfg.per_image is True
+    with pytest.raises(ValueError, match="anchor_fraction"):
+        LDiffusionConfig(anchor_fraction=0.0)
+
+
+def test_pixel_infonce_distinct_negatives_hand_computed() -> None:
+    """Without replacement and n_neg >= the other-class pixels, each anchor sees every negative once."""
+    f = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.5, 1.0], [-0.5, 2.0]])
+    y = torch.tensor([0, 0, 1, 1])
+    tau = 0.5
+
+    def nll(pos: float, negs: list[float]) -> float:
+        z = [pos, *negs]
+        return -(pos / tau - math.log(sum(math.exp(v / tau) for v in z)))
+
+    want = np.mean(
+        [nll(1.0, [0.5, -0.5]), nll(1.0, [0.5, -0.5]), nll(1.75, [0.5, 0.5]), nll(1.75, [-0.5, -0.5])]
+    )
+    for s in range(5):
+        got = pixel_infonce(
+            f,
+            y,
+            tau=tau,
+            n_neg=1024,
+            anchor_fraction=1.0,
+            negatives_with_replacement=False,
+            generator=torch.Generator().manual_seed(s),
+        )
+        assert float(got) == pytest.approx(want, rel=1e-6)
+
+
+def test_pixel_infonce_anchor_fraction_and_unequal_negative_counts(monkeypatch) -> None:
+    import icml25.generative.l_diffusion.model as mdl
+
+    shapes: list[tuple[int, ...]] = []
+    real = mdl.F.cross_entropy
+
+    def spy(logits, target, *a, **kw):  # type: ignore[no-untyped-def]
+        shapes.append(tuple(logits.shape))
+        return real(logits, target, *a, **kw)
+
+    monkeypatch.setattr(mdl.F, "cross_entropy", spy)
+    y = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(300, dtype=torch.long)])
+    f = torch.randn(1300, 3)
+    loss = pixel_infonce(f, y, n_neg=1024, anchor_fraction=0.01, negatives_with_replacement=False)
+    assert torch.isfinite(loss)
+    # 1 % of 1000 = 10 anchors, 1 % of 300 rounds to 3 < min 4; class-1 anchors see 1000 negatives
+    # (capped at 1024), class-0 anchors all 300 (padded)
+    assert shapes[-1] == (14, 1 + 1000)
+
+
+def test_contrastive_loss_is_per_image_by_default() -> None:
+    """Per image (official, batch size 1): each image's anchors meet only that image's pixels."""
+    feats = torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]]], [[[5.0, 0.0]], [[0.0, 5.0]]]])  # [2, 2, 1, 2]
+    y = torch.tensor([[[0, 1]], [[0, 1]]])
+    tau = 0.5
+    ld = LDiffusion(SmallUNet(3, 3, (8,)), LDiffusionConfig(tau=tau, anchor_fraction=1.0))
+    l1 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 1))
+    l2 = -math.log(math.exp(25 / tau) / (math.exp(25 / tau) + 1))
+    got = ld._infonce(feats, y, torch.Generator().manual_seed(0))
+    assert float(got) == pytest.approx((l1 + l2) / 2, rel=1e-5)
+    pooled = LDiffusion(
+        SmallUNet(3, 3, (8,)), LDiffusionConfig(tau=tau, anchor_fraction=1.0, per_image=False)
+    )
+    assert float(pooled._infonce(feats, y, torch.Generator().manual_seed(0))) != pytest.approx((l1 + l2) / 2)

@@ -4,16 +4,19 @@
 2veJwf07RN; official code https://github.com/Lweihan/LDiffusion). In our words:
 
 1. A denoiser ``eps(x_t, t)`` is trained on unlabelled images with Laplace noise (ε-prediction, L1 =
-   Laplace maximum likelihood; :func:`icml25.nn.diffusion.ddpm_loss`). Pixel space stands in for the
-   paper's Stable-Diffusion VAE latent space.
+   Laplace maximum likelihood; :func:`icml25.nn.diffusion.ddpm_loss`): a denoising *reconstruction*
+   objective in pixel space, standing in for the official fine-tuning of a pretrained Stable-Diffusion
+   UNet on VAE latents (Laplace noise added to the latent, InfoNCE + VGG19 content loss).
 2. Feature sequence (the paper's Sec. on the diffusion feature extractor): at ``T_f`` fixed timesteps the
    image is noised with a fixed-seed noise draw, the denoiser predicts ``x0_hat``, which is converted
    to grayscale (weights 0.2989, 0.5870, 0.1140, as in the official code); stacking the ``T_f`` maps gives
    each pixel a vector ``v(p) in R^{T_f}`` (:meth:`LDiffusion.pixel_features`).
 3. Contrastive refinement: the denoiser is fine-tuned on labelled pixels with a supervised pixel InfoNCE
-   (:func:`pixel_infonce`: anchors per class, one same-class positive, other-class negatives, temperature
-   ``tau``; the paper uses 0.05-0.1, the code 0.5) plus a reconstruction term keeping it a denoiser.
-4. Segmentation: a network on the refined feature maps (here with the RGB image concatenated), trained
+   (:func:`pixel_infonce`: by default as the official loss, per image, 1 % of each class's pixels as
+   anchors (at least 4), one same-class positive, up to 1024 distinct other-class negatives; temperature
+   ``tau``, the paper 0.05-0.1, the code 0.5) plus an MSE reconstruction term keeping it a denoiser
+   (the official uses a VGG19 content loss, whose weights are not available here).
+4. Segmentation: a network on the refined feature maps (optionally with the RGB image concatenated), trained
    with a Dice loss (:func:`dice_loss`, plus cross-entropy), evaluated by :func:`seg_metrics`
    (per-image Dice / IoU / pixel accuracy over foreground classes, as the official ``evaluate.py``).
 
@@ -43,6 +46,7 @@ __all__ = [
     "dice_loss",
     "seg_loss",
     "seg_metrics",
+    "per_image_scores",
     "to_gray",
     "train_segmenter",
     "predict_labels",
@@ -67,6 +71,12 @@ class LDiffusionConfig:
     ``timesteps``: the ``T_f`` steps whose ``x0_hat`` maps form the pixel vector (5-15 in the paper).
     ``feature``: ``"gray"`` (official, one value per step) or ``"rgb"`` (three).
     ``tau``: InfoNCE temperature; ``anchors_per_class``, ``n_neg``: sampled pixels per class / negatives.
+    ``anchor_fraction``: anchors as a fraction of each class's pixels (official: 0.01, at least
+    ``min_anchors`` = 4); ``None`` uses the fixed ``anchors_per_class`` instead.
+    ``negatives_with_replacement``: draw each anchor's negatives with replacement (``False``, the
+    official, draws distinct pixels, at most all other-class pixels).
+    ``per_image``: InfoNCE within each image, averaged over the batch (official, batch size 1);
+    ``False`` pools anchors, positives and negatives across the batch.
     ``recon_weight``: weight of the MSE between ``x0_hat`` and the image during contrastive fine-tuning.
     """
 
@@ -78,7 +88,11 @@ class LDiffusionConfig:
     feature: Literal["gray", "rgb"] = "gray"
     tau: float = 0.1
     anchors_per_class: int = 32
-    n_neg: int = 256
+    n_neg: int = 1024
+    anchor_fraction: float | None = 0.01
+    min_anchors: int = 4
+    negatives_with_replacement: bool = False
+    per_image: bool = True
     recon_weight: float = 1.0
     noise_seed: int = 1234
 
@@ -89,7 +103,11 @@ class LDiffusionConfig:
             raise ValueError(f"LDiffusionConfig.feature must be 'gray' or 'rgb', got {self.feature!r}")
         if self.form not in ("vp", "additive"):
             raise ValueError(f"LDiffusionConfig.form must be 'vp' or 'additive', got {self.form!r}")
-        check_fields(self, positive_int=("T", "anchors_per_class", "n_neg"), positive=("tau",))
+        check_fields(self, positive_int=("T", "anchors_per_class", "n_neg", "min_anchors"), positive=("tau",))
+        if self.anchor_fraction is not None and not 0 < self.anchor_fraction <= 1:
+            raise ValueError(
+                f"LDiffusionConfig.anchor_fraction must lie in (0, 1] or be None, got {self.anchor_fraction}"
+            )
         check_fields(self, non_negative=("recon_weight",))
         if not self.timesteps or any(not (0 <= t < self.T) for t in self.timesteps):
             raise ValueError(
@@ -104,12 +122,19 @@ def pixel_infonce(
     tau: float = 0.1,
     anchors_per_class: int = 32,
     n_neg: int = 256,
+    anchor_fraction: float | None = None,
+    min_anchors: int = 4,
+    negatives_with_replacement: bool = True,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Supervised pixel InfoNCE: for each anchor ``a`` with a same-class positive ``p`` and other-class
     negatives ``n_j``, ``-log( e^{<a,p>/tau} / (e^{<a,p>/tau} + sum_j e^{<a,n_j>/tau}) )``, mean over anchors.
 
-    Dot products on the raw (unnormalised) pixel vectors, as the official ``info_nce_loss``.
+    Dot products on the raw (unnormalised) pixel vectors, as the official ``info_nce_loss``. Anchors per
+    class: ``anchors_per_class``, or with ``anchor_fraction`` that fraction of the class's pixels (at least
+    ``min_anchors``; the official uses 1 %, at least 4), never more than the class has. Negatives:
+    ``n_neg`` other-class pixels per anchor, with replacement, or distinct pixels (at most all of them)
+    when ``negatives_with_replacement=False`` (official).
 
     Args:
         features: ``[N, D]`` pixel vectors (or ``[B, D, H, W]`` maps).
@@ -130,26 +155,34 @@ def pixel_infonce(
     if len(classes) < 2:
         raise ValueError("pixel_infonce needs pixels of at least two classes")
     dev = features.device
-    anchors, positives, negatives = [], [], []
+    rows = []
     for c in classes:
         same = torch.nonzero(labels == c).squeeze(1)
         other = torch.nonzero(labels != c).squeeze(1)
-        k = min(anchors_per_class, len(same))
+        want = (
+            anchors_per_class
+            if anchor_fraction is None
+            else max(min_anchors, round(anchor_fraction * len(same)))
+        )
+        k = min(want, len(same))
         ia = torch.randperm(len(same), generator=generator)[:k]
         # a positive other than the anchor itself (as the official loss), when the class has two pixels
         shift = torch.randint(1, max(2, len(same)), (k,), generator=generator)
         ip = (ia + shift) % len(same) if len(same) > 1 else ia
         a, p = same[ia.to(dev)], same[ip.to(dev)]
-        n = other[torch.randint(len(other), (k, n_neg), generator=generator).to(dev)]
-        anchors.append(a)
-        positives.append(p)
-        negatives.append(n)
-    a_i, p_i, n_i = torch.cat(anchors), torch.cat(positives), torch.cat(negatives)
-    fa = features[a_i]
-    pos = (fa * features[p_i]).sum(-1, keepdim=True)
-    neg = torch.einsum("kd,knd->kn", fa, features[n_i])
-    logits = torch.cat([pos, neg], dim=1) / tau
-    return F.cross_entropy(logits, torch.zeros(len(a_i), dtype=torch.long, device=dev))
+        if negatives_with_replacement:
+            jn = torch.randint(len(other), (k, n_neg), generator=generator)
+        else:
+            jn = torch.rand(k, len(other), generator=generator).argsort(1)[:, : min(n_neg, len(other))]
+        fa = features[a]
+        pos = (fa * features[p]).sum(-1, keepdim=True)
+        neg = torch.einsum("kd,knd->kn", fa, features[other[jn.to(dev)]])
+        rows.append(torch.cat([pos, neg], dim=1) / tau)
+    # classes with fewer other-class pixels than n_neg (distinct negatives) get fewer columns: pad with
+    # -inf logits, which add nothing to the softmax denominator
+    width = max(r.shape[1] for r in rows)
+    logits = torch.cat([F.pad(r, (0, width - r.shape[1]), value=float("-inf")) for r in rows])
+    return F.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long, device=dev))
 
 
 def dice_loss(logits: Tensor, target: Tensor, *, eps: float = 1.0) -> Tensor:
@@ -171,16 +204,7 @@ def seg_loss(logits: Tensor, target: Tensor) -> Tensor:
     return dice_loss(logits, target) + F.cross_entropy(logits, target.long())
 
 
-def seg_metrics(
-    pred: np.ndarray, gt: np.ndarray, n_classes: int, *, tail: tuple[int, ...] = ()
-) -> dict[str, float]:
-    """Foreground (class 0 excluded) metrics, computed per image then averaged (official ``evaluate.py``).
-
-    Dice_c = 2TP/(2TP+FP+FN), 1 if class c is absent from both; IoU_c skipped if the union is empty (an image
-    with no foreground anywhere scores 1);
-    PA_c = TP/(TP+FN), 1 if absent from the ground truth; FwIoU = sum_c |G_c|/|G| IoU_c. ``dice_c<k>``
-    is the Dice of class k pooled over all images; ``tail_dice`` the mean pooled Dice of ``tail`` classes.
-    """
+def _check_pred_gt(pred: np.ndarray, gt: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     pred = np.asarray(pred)
     gt = np.asarray(gt)
     if pred.shape != gt.shape or pred.ndim != 3 or pred.size == 0:
@@ -192,6 +216,19 @@ def seg_metrics(
     check_positive("n_classes", n_classes, integer=True)
     if n_classes < 2:
         raise ValueError("n_classes must be >= 2 (background + one class)")
+    return pred, gt
+
+
+def per_image_scores(pred: np.ndarray, gt: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
+    """Per-image foreground scores ``[N]`` (class 0 excluded), the official ``evaluate.py`` conventions.
+
+    ``dice``: mean over foreground classes of 2TP/(2TP+FP+FN), a class absent from both prediction and
+    ground truth scoring 1 (so a constant background prediction scores the share of absent classes);
+    ``miou``: mean IoU over the classes present in prediction or ground truth (absent ones skipped; an
+    image with no foreground in either scores 1); ``mpa``: TP/(TP+FN), 1 if absent from the ground
+    truth; ``fwiou``: sum_c |G_c|/|G| IoU_c.
+    """
+    pred, gt = _check_pred_gt(pred, gt, n_classes)
     dice, iou, pa, fw = [], [], [], []
     fg = range(1, n_classes)
     for p, g in zip(pred, gt, strict=True):
@@ -206,20 +243,34 @@ def seg_metrics(
                 u_i.append(tp / (tp + fp + fn))
                 f_i += float(gc.mean()) * u_i[-1]
             a_i.append(1.0 if tp + fn == 0 else tp / (tp + fn))
-        dice.append(np.mean(d_i))
+        dice.append(float(np.mean(d_i)))
         iou.append(float(np.mean(u_i)) if u_i else 1.0)
-        pa.append(np.mean(a_i))
+        pa.append(float(np.mean(a_i)))
         fw.append(f_i)
-    out = {
-        "dice": float(np.mean(dice)),
-        "miou": float(np.mean(iou)),
-        "mpa": float(np.mean(pa)),
-        "fwiou": float(np.mean(fw)),
+    return {
+        k: np.asarray(v, dtype=float) for k, v in (("dice", dice), ("miou", iou), ("mpa", pa), ("fwiou", fw))
     }
+
+
+def seg_metrics(
+    pred: np.ndarray, gt: np.ndarray, n_classes: int, *, tail: tuple[int, ...] = ()
+) -> dict[str, float]:
+    """Foreground (class 0 excluded) metrics: the means over images of :func:`per_image_scores`
+    (official ``evaluate.py``), plus pooled scores that do not reward absent classes.
+
+    ``dice_c<k>`` is the Dice of class k pooled over all images (0 if class k is predicted nowhere
+    and present somewhere; 1 only if absent from both everywhere); ``pooled_dice`` their mean over
+    the foreground classes; ``tail_dice`` the mean pooled Dice of the ``tail`` classes.
+    """
+    pred, gt = _check_pred_gt(pred, gt, n_classes)
+    per = per_image_scores(pred, gt, n_classes)
+    out = {k: float(v.mean()) for k, v in per.items()}
+    fg = range(1, n_classes)
     for c in fg:
         pc, gc = pred == c, gt == c
         tp, fpn = float(np.sum(pc & gc)), float(np.sum(pc ^ gc))
         out[f"dice_c{c}"] = 1.0 if tp + fpn == 0 else 2 * tp / (2 * tp + fpn)
+    out["pooled_dice"] = float(np.mean([out[f"dice_c{c}"] for c in fg]))
     if tail:
         out["tail_dice"] = float(np.mean([out[f"dice_c{c}"] for c in tail]))
     return out
@@ -303,6 +354,26 @@ class LDiffusion:
                 progress(s + 1, steps)
         return losses
 
+    def _infonce(self, feats: Tensor, y: Tensor, g: torch.Generator) -> Tensor:
+        cfg = self.config
+        kw = dict(
+            tau=cfg.tau,
+            anchors_per_class=cfg.anchors_per_class,
+            n_neg=cfg.n_neg,
+            anchor_fraction=cfg.anchor_fraction,
+            min_anchors=cfg.min_anchors,
+            negatives_with_replacement=cfg.negatives_with_replacement,
+            generator=g,
+        )
+        if not cfg.per_image:
+            return pixel_infonce(feats, y, **kw)  # type: ignore[arg-type]
+        terms = [
+            pixel_infonce(feats[i : i + 1], y[i : i + 1], **kw)  # type: ignore[arg-type]
+            for i in range(len(y))
+            if len(torch.unique(y[i])) >= 2
+        ]
+        return torch.stack(terms).mean() if terms else feats.sum() * 0.0
+
     def contrastive_finetune(
         self,
         images: Tensor,
@@ -329,9 +400,7 @@ class LDiffusion:
             x, y = images[idx], labels[idx]
             hats = self._x0_hats(x)
             feats = torch.cat([to_gray(h) if cfg.feature == "gray" else h for h in hats], dim=1)
-            loss = pixel_infonce(
-                feats, y, tau=cfg.tau, anchors_per_class=cfg.anchors_per_class, n_neg=cfg.n_neg, generator=g
-            )
+            loss = self._infonce(feats, y, g)
             if cfg.recon_weight > 0:
                 loss = loss + cfg.recon_weight * torch.stack([F.mse_loss(h, x) for h in hats]).mean()
             opt.zero_grad()
