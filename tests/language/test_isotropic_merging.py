@@ -20,6 +20,7 @@ from icml25.language.isotropic_merging import (
     encode_task,
     finetune_subset,
     label_accuracy,
+    label_correct,
     load_state_dict,
     make_task,
     mean_sar,
@@ -252,6 +253,57 @@ def test_tasks_codec_and_finetune_subset_touch_only_named_weights() -> None:
     assert 0.0 <= acc <= 1.0
 
 
+def test_finetune_subset_stops_on_validation_and_keeps_the_best_weights() -> None:
+    # Issue 40: 24 fixed steps left the single-task references under-trained (merges scored above
+    # them); with a validation split, training runs until the validation loss stops improving.
+    task = make_task("object", 32, 16, 8, seed=2)
+    codec = LabelCodec(None)
+    ids = codec.label_ids(task.labels)
+    model = _tiny_llama()
+    names = trainable_matrix_names(model, [-1])
+    train = encode_task(codec, task.train, task.labels)
+    val = encode_task(codec, task.val, task.labels)
+    weights, losses = finetune_subset(
+        model, train, ids, names, steps=400, lr=3e-2, batch_size=8, val=val, eval_every=2, patience=2
+    )
+    assert 0 < len(losses) < 400  # stopped on validation, far before the cap
+    params = dict(model.named_parameters())
+
+    def val_loss(w: dict[str, torch.Tensor]) -> float:
+        saved = {n: params[n].detach().clone() for n in names}
+        with torch.no_grad():
+            for n, v in w.items():
+                params[n].copy_(v)
+            h = _last_hidden_for_test(model, val)
+            loss = torch.nn.functional.cross_entropy(h, torch.tensor(ids)[val[2]])
+            for n, v in saved.items():
+                params[n].copy_(v)
+        return float(loss)
+
+    last, _ = finetune_subset(model, train, ids, names, steps=len(losses), lr=3e-2, batch_size=8)
+    assert val_loss(weights) <= val_loss(last) + 1e-6  # the kept weights are the best seen
+    with pytest.raises(ValueError, match="eval_every"):
+        finetune_subset(model, train, ids, names, steps=4, lr=1e-2, val=val, eval_every=0)
+
+
+def _last_hidden_for_test(model: torch.nn.Module, data: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    from icml25.language.isotropic_merging.tasks import _head, _last_hidden
+
+    ids, last, _ = data
+    return _last_hidden(model, ids, last, 0) @ _head(model).T
+
+
+def test_label_correct_rows_average_to_label_accuracy() -> None:
+    task = make_task("sentiment", 8, 4, 12, seed=0)
+    codec = LabelCodec(None)
+    ids = codec.label_ids(task.labels)
+    model = _tiny_llama()
+    data = encode_task(codec, task.test, task.labels)
+    rows = label_correct(model, data, ids)
+    assert rows.shape == (12,) and set(rows.tolist()) <= {0.0, 1.0}
+    assert float(rows.mean()) == pytest.approx(label_accuracy(model, data, ids))
+
+
 def _orthogonal_tasks(
     n_tasks: int, m: int, n: int, rank: int, seed: int = 0
 ) -> list[dict[str, torch.Tensor]]:
@@ -469,6 +521,39 @@ def test_tiny_check_runs(tmp_path) -> None:
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     assert "inconclusive" in str(result.verdict)
     assert result.to_json()
+    ft = result.metrics["finetuned"]
+    assert 0.0 <= ft["stopped_early"].mean <= 1.0 and ft["ft_steps"].mean <= CHECK.config("tiny").steps
+
+
+def test_check_declares_the_protocol() -> None:
+    from icml25.language.isotropic_merging.check import CHECK
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references == ("base", "finetuned") and claim.controls == ("finetuned",)
+    assert {g.name for g in claim.gates} == {"finetuned_learn_tasks", "finetuned_converged"}
+    head = next(c for c in claim.criteria if c.name == claim.headline)
+    assert head.name == "iso_c_vs_task_arithmetic" and head.smallest_effect == 0.05 and head.effect_source
+    tsv = next(c for c in claim.criteria if c.name == "iso_c_vs_tsv_m")
+    assert tsv.comparison == "non_inferiority" and tsv.smallest_effect == 0.02
+    assert all(c.smallest_effect for c in claim.criteria if c.other_arm is not None)
+    with pytest.raises(ValueError, match="patience"):
+        CHECK.config("small").__class__(patience=0)
+
+
+def test_seed_items_pair_norm_acc_across_arms(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.isotropic_merging.check import CHECK
+
+    cfg = CHECK.config("tiny")
+    ctx = RunContext(slug=CHECK.slug, scale="tiny", run_dir=tmp_path, reporter=NullReporter())
+    out = CHECK.run_seed(cfg, 0, ctx)
+    n = cfg.n_test * len(cfg.tasks)
+    for arm in ("iso_c", "task_arithmetic", "base", "finetuned"):
+        rows = out.items[arm]["norm_acc"]
+        assert rows.shape == (n,)
+        assert float(np.mean(rows)) == pytest.approx(out.metrics[arm]["norm_acc"], abs=1e-9)
+        assert float(np.mean(out.items[arm]["abs_acc"])) == pytest.approx(out.metrics[arm]["abs_acc"])
 
 
 def test_full_config_constructs() -> None:

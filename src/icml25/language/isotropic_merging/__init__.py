@@ -29,6 +29,7 @@ from .tasks import (
     encode_task,
     finetune_subset,
     label_accuracy,
+    label_correct,
     make_task,
     trainable_matrix_names,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "finetune_subset",
     "is_matrix_param",
     "label_accuracy",
+    "label_correct",
     "load_state_dict",
     "make_task",
     "mean_sar",

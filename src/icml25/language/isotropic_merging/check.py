@@ -3,30 +3,56 @@ Subspaces* (Marczak et al., ICML 2025, arXiv 2502.04959), on the embedded SmolLM
 
 Claim (Tables 1-3, Fig. 3 of the paper, CLIP ViTs and language models): merging task matrices with a
 flattened (isotropic) spectrum, Iso-C and Iso-CTS, keeps more of each fine-tuned model's accuracy
-than task arithmetic and TIES, and the merged matrices align better with every task's matrix (SAR).
+than task arithmetic, TIES and TSV-M, and the merged matrices align better with every task's matrix
+(SAR).
 
 Setup here: four code-generated classification-as-generation tasks (:mod:`.tasks`: sentiment of
 templated sentences, animal-or-tool item lists, language of a word list, topic of a headline, each
-answered with arbitrary words so that the base model is near chance); one
-fine-tuned checkpoint per task, training only the attention and MLP matrices of the last
-``n_train_layers`` decoder layers (the merged parameters are exactly the trained ones). Arms:
-``finetuned`` (each task's own model, the normalisation reference), ``base`` (zero-shot),
-``average`` (weight averaging, α = 1 by definition), ``task_arithmetic``, ``ties``, ``tsv_m``
-(Task Singular Vectors merging, Gargiulo et al. CVPR 2025, the paper's strongest prior method),
-``iso_c``, ``iso_cts``; the merge coefficient α of every merged arm is picked from the same grid by the same
-rule (highest mean normalised accuracy on the validation split,
+answered with arbitrary words so that the base model is near chance); one fine-tuned checkpoint per
+task, training only the attention and MLP matrices of the last ``n_train_layers`` decoder layers
+(the merged parameters are exactly the trained ones). Each single-task model is trained until its
+validation loss stops improving (evaluated every ``eval_every`` steps, ``patience`` evaluations
+without improvement, the best weights kept; ``steps`` is only a cap), so the normalisation
+reference is a converged model, not an under-trained one.
+
+Arms: ``iso_c`` (ours), ``iso_cts``, ``task_arithmetic``, ``ties``, ``tsv_m`` (Task Singular
+Vectors merging, Gargiulo et al. CVPR 2025, the paper's strongest prior method), ``average``.
+References: ``base`` (the zero-shot model, the floor) and ``finetuned`` (each task's own model, the
+ceiling and the normalisation; a control). The merge coefficient α of every merged arm is picked
+from the same grid by the same rule (highest mean normalised accuracy on the validation split,
 :func:`icml25.core.tuning.best_on_validation`), then measured on the test split.
 
-Metrics per arm: ``norm_acc`` (mean over tasks of merged / fine-tuned test accuracy), ``abs_acc``,
-``acc_<task>``, ``sar`` (mean over tasks of the layer-averaged SAR of the task matrix with the
-merge), ``alpha``. Criteria (declared before any small number was seen; ``min_ratio`` is a config
-field): Iso-C and Iso-CTS ``norm_acc`` >= ``min_ratio`` x task arithmetic's and x TIES's; Iso-C's
-and Iso-CTS's SAR > task arithmetic's; and (declared when TSV-M was added, before its first small
-run) Iso-C and Iso-CTS ``norm_acc`` >= ``min_ratio`` x TSV-M's. Only the last layers change between
-the base, fine-tuned and merged models, so the hidden states entering them are computed once per
-split (:func:`.tasks.cache_prefix`) and every evaluation and fine-tuning step runs only those
-layers (the same computation, several times faster). Tiny (a random 2-layer Llama on bytes) checks
-mechanics only.
+Metrics per arm: ``norm_acc`` (mean over tasks of merged / fine-tuned test accuracy; its per-item
+scores, ``correct / fine-tuned accuracy of the item's task`` over the ``n_test`` items of every task,
+are the items the runner pairs across arms: with equal items per task their mean is ``norm_acc``),
+``abs_acc`` (items: correct), ``acc_<task>``, ``sar`` (mean over tasks of the layer-averaged SAR of
+the task matrix with the merge, computed as the official ``fig_3a.py`` does:
+:func:`.merging.mean_sar`), ``alpha``.
+
+Gates (small scale): ``finetuned_learn_tasks``: the single-task references reach mean test accuracy
+``min_ft_acc`` (0.85), else normalised accuracy divides by noise; ``finetuned_converged``: every
+single-task model stopped on validation before the step cap (``stopped_early`` = 1), the fix for the
+under-trained references (24 fixed steps) behind normalised accuracies above 1 in the previous
+version.
+
+Criteria, declared before any small number under this design was seen:
+
+- headline ``iso_c_vs_task_arithmetic``: Iso-C's ``norm_acc`` above task arithmetic's, paired over
+  seeds and test items, smallest effect ``ta_effect`` = 0.05 (a third of the paper's gap: the
+  official ``fig_3a.py`` gives TA 80.7 % vs Iso-C 95.6 % normalised accuracy, ViT-B/16, 8 tasks);
+  the same for Iso-CTS, and for both against TIES (the paper's tables put TIES within a few points of
+  TA, far below the Iso methods: same declared effect);
+- ``iso_c_vs_tsv_m`` / ``iso_cts_vs_tsv_m``: non-inferiority to TSV-M with margin ``tsv_margin`` =
+  0.02 normalised accuracy (the paper's lead over TSV-M is of this order, one to two points; the
+  claim is "at least as good", and a thin lead cannot be resolved as superiority at this size);
+- ``iso_c_sar_vs_task_arithmetic`` / ``iso_cts_sar_vs_task_arithmetic``: SAR above task
+  arithmetic's, paired over seeds, smallest effect ``sar_effect`` = 0.02 (declared: Fig. 3a's
+  per-task SAR differences between TA and Iso-C are several hundredths and more).
+
+Only the last layers change between the base, fine-tuned and merged models, so the hidden states
+entering them are computed once per split (:func:`.tasks.cache_prefix`) and every evaluation and
+fine-tuning step runs only those layers (the same computation, several times faster). Tiny (a
+random 2-layer Llama on bytes) checks mechanics only.
 """
 
 from __future__ import annotations
@@ -59,7 +85,7 @@ from .tasks import (
     cache_prefix,
     encode_task,
     finetune_subset,
-    label_accuracy,
+    label_correct,
     make_task,
     trainable_matrix_names,
 )
@@ -76,34 +102,57 @@ class IsoMergingCheckConfig:
         model: ``"smollm2-135m-instruct"``, any local Hugging Face causal-LM folder or GGUF that
             :func:`icml25.llm.models.load_causal_lm` accepts, or ``"random-tiny"``.
         tasks: task names from :data:`.tasks.TASK_NAMES`.
-        n_train, n_val, n_test: examples per task and split.
+        n_train, n_val, n_test: examples per task and split (validation serves early stopping of
+            the single-task models and the choice of α).
         n_train_layers: the last this many decoder layers have their 2-D weights fine-tuned.
-        steps, batch_size, lr: the fine-tuning loop (AdamW through ``icml25.nn.fit``).
+        steps, batch_size, lr: the fine-tuning loop (AdamW through ``icml25.nn.fit``); ``steps`` is
+            the cap of training that stops on validation.
+        eval_every, patience: validation loss every ``eval_every`` steps; stop after ``patience``
+            evaluations without improvement and keep the best weights.
         alphas: the merge-coefficient grid shared by every merged arm.
         ties_density: TIES's kept fraction (paper default 0.2).
         common_space_fraction: Iso-CTS's f (paper default 0.8).
-        min_ratio: criterion factor: Iso norm_acc must reach ``min_ratio`` x the baseline's.
+        ta_effect: smallest effect of interest (normalised accuracy) of the Iso arms over task
+            arithmetic and TIES.
+        tsv_margin: non-inferiority margin of the Iso arms against TSV-M.
+        sar_effect: smallest effect of interest of the SAR criteria.
+        min_ft_acc: gate: the single-task models' mean test accuracy.
     """
 
     model: str = "smollm2-135m-instruct"
     tasks: tuple[str, ...] = TASK_NAMES
     n_train: int = 160
-    n_val: int = 24
-    n_test: int = 48
+    n_val: int = 64
+    n_test: int = 200
     n_train_layers: int = 4
-    steps: int = 24
+    steps: int = 240
     batch_size: int = 8
     lr: float = 3e-4
+    eval_every: int = 8
+    patience: int = 3
     alphas: tuple[float, ...] = (0.2, 0.4, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0)
     ties_density: float = 0.2
     common_space_fraction: float = 0.8
-    min_ratio: float = 1.0
+    ta_effect: float = 0.05
+    tsv_margin: float = 0.02
+    sar_effect: float = 0.02
+    min_ft_acc: float = 0.85
 
     def __post_init__(self) -> None:
         check_fields(
             self,
-            positive_int=("n_train", "n_val", "n_test", "n_train_layers", "steps", "batch_size"),
-            positive=("lr", "min_ratio"),
+            positive_int=(
+                "n_train",
+                "n_val",
+                "n_test",
+                "n_train_layers",
+                "steps",
+                "batch_size",
+                "eval_every",
+                "patience",
+            ),
+            positive=("lr", "ta_effect", "tsv_margin", "sar_effect"),
+            unit_interval=("min_ft_acc",),
         )
         if len(self.tasks) < 2 or any(t not in TASK_NAMES for t in self.tasks):
             raise ValueError(
@@ -121,6 +170,17 @@ class IsoMergingCheckConfig:
             raise ValueError("IsoMergingCheckConfig.model: merging needs local weights, not an endpoint")
 
 
+_TA_SOURCE = (
+    "a third of the paper's gap: official fig_3a.py gives TA 80.7 % vs Iso-C 95.6 % normalised accuracy "
+    "(ViT-B/16, 8 tasks); TIES sits within a few points of TA in Tables 1-3"
+)
+_TSV_SOURCE = (
+    "the paper's lead of the Iso methods over TSV-M is about one to two normalised points (Tables 1-3); "
+    "declared as the non-inferiority margin"
+)
+_SAR_SOURCE = "declared: Fig. 3a's per-task SAR gaps between TA and Iso-C are several hundredths and more"
+
+
 def _claim(config: IsoMergingCheckConfig) -> Claim:
     crit = []
     for ours in ("iso_c", "iso_cts"):
@@ -130,10 +190,11 @@ def _claim(config: IsoMergingCheckConfig) -> Claim:
                     name=f"{ours}_vs_{base}",
                     arm=ours,
                     metric="norm_acc",
-                    op=">=",
+                    op=">",
                     other_arm=base,
-                    factor=config.min_ratio,
-                    description=f"{ours} mean normalised test accuracy >= {config.min_ratio:g} x {base}'s",
+                    smallest_effect=config.ta_effect,
+                    effect_source=_TA_SOURCE,
+                    description=f"{ours} mean normalised test accuracy above {base}'s (paired: seeds, items)",
                 )
             )
         crit.append(
@@ -143,7 +204,9 @@ def _claim(config: IsoMergingCheckConfig) -> Claim:
                 metric="sar",
                 op=">",
                 other_arm="task_arithmetic",
-                description=f"{ours}'s subspace-alignment ratio above task arithmetic's",
+                smallest_effect=config.sar_effect,
+                effect_source=_SAR_SOURCE,
+                description=f"{ours}'s subspace-alignment ratio (official rule) above task arithmetic's",
             )
         )
     for ours in ("iso_c", "iso_cts"):
@@ -154,8 +217,12 @@ def _claim(config: IsoMergingCheckConfig) -> Claim:
                 metric="norm_acc",
                 op=">=",
                 other_arm="tsv_m",
-                factor=config.min_ratio,
-                description=f"{ours} mean normalised test accuracy >= {config.min_ratio:g} x tsv_m's",
+                comparison="non_inferiority",
+                smallest_effect=config.tsv_margin,
+                effect_source=_TSV_SOURCE,
+                description=(
+                    f"{ours} mean normalised test accuracy at most {config.tsv_margin:g} below tsv_m's"
+                ),
             )
         )
     crit.append(
@@ -169,21 +236,48 @@ def _claim(config: IsoMergingCheckConfig) -> Claim:
             description="smoke: fine-tuning lowers the training loss (mean last/first over tasks)",
         )
     )
+    gates = (
+        Criterion(
+            name="finetuned_learn_tasks",
+            arm="finetuned",
+            metric="abs_acc",
+            op=">=",
+            threshold=config.min_ft_acc,
+            description=(
+                f"the single-task references reach mean test accuracy {config.min_ft_acc:g} "
+                "(else normalised accuracy divides by noise)"
+            ),
+        ),
+        Criterion(
+            name="finetuned_converged",
+            arm="finetuned",
+            metric="stopped_early",
+            op=">=",
+            threshold=1.0,
+            description="every single-task model stopped on validation before the step cap (converged)",
+        ),
+    )
     return Claim(
         statement=(
             "Isotropic merging (Iso-C, Iso-CTS) retains more of the fine-tuned models' accuracy than task "
-            "arithmetic, TIES and TSV-M, and its merged matrices align better with every task's matrix."
+            "arithmetic and TIES, at least as much as TSV-M, and its merged matrices align better with "
+            "every task's matrix."
         ),
         source="Tables 1-3 (normalised accuracy) and Fig. 3 (subspace-alignment ratio)",
         ours="iso_c",
-        baselines=("iso_cts", "task_arithmetic", "ties", "tsv_m", "average", "base", "finetuned"),
+        baselines=("iso_cts", "task_arithmetic", "ties", "tsv_m", "average"),
+        references=("base", "finetuned"),
+        controls=("finetuned",),
         criteria=tuple(crit),
+        gates=gates,
         headline="iso_c_vs_task_arithmetic",
+        min_seeds=3,
         setup_notes=(
             "SmolLM2-135M-Instruct fine-tuned on four code-generated classification tasks (label-token "
             "scoring) instead of 8-20 vision tasks on CLIP ViTs; only the last layers' attention/MLP "
-            "matrices are trained for a few dozen steps; one alpha grid for all merges, "
-            "chosen on a validation split."
+            "matrices are trained, each single-task model until its validation loss stops improving; one "
+            "alpha grid for all merges, chosen on a validation split; normalised accuracy paired over "
+            "seeds and test items."
         ),
     )
 
@@ -218,6 +312,8 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             steps=10,
             batch_size=8,
             lr=1e-2,
+            eval_every=2,
+            patience=2,
             alphas=(0.5, 1.0),
         ),
         "small": IsoMergingCheckConfig(),
@@ -226,9 +322,10 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             n_val=200,
             n_test=500,
             n_train_layers=30,
-            steps=500,
+            steps=2000,
             batch_size=16,
             lr=5e-5,
+            eval_every=50,
             alphas=tuple(round(0.1 * i, 1) for i in range(1, 31)),
         ),
     }
@@ -264,19 +361,27 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             ctx.progress("cache frozen layers", 0, 1)
             enc = {sp: {t: cache_prefix(model, d, start) for t, d in per.items()} for sp, per in enc.items()}
 
+        def correct(split: str, task: str) -> torch.Tensor:
+            return label_correct(model, enc[split][task], label_ids[task], start_layer=start)
+
         def acc(split: str, task: str) -> float:
-            return label_accuracy(model, enc[split][task], label_ids[task], start_layer=start)
+            return float(correct(split, task).mean())
 
         def accuracies(split: str) -> dict[str, float]:
             return {t: acc(split, t) for t in config.tasks}
 
+        def test_rows() -> dict[str, torch.Tensor]:
+            return {t: correct("test", t) for t in config.tasks}
+
         metrics: dict[str, dict[str, float]] = {}
         series: dict[str, Any] = {"train_loss": {}, "val_norm_acc": {}}
         ctx.progress("evaluate base", 0, 1)
-        base_test = accuracies("test")
+        base_rows = test_rows()
+        base_test = {t: float(r.mean()) for t, r in base_rows.items()}
         finetuned: list[dict[str, torch.Tensor]] = []
         ft_val: dict[str, float] = {}
-        ft_test: dict[str, float] = {}
+        ft_rows: dict[str, torch.Tensor] = {}
+        stopped: list[float] = []
         for i, td in enumerate(tasks):
             ctx.progress("fine-tune", i, len(tasks))
             weights, losses = finetune_subset(
@@ -289,13 +394,18 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
                 batch_size=config.batch_size,
                 seed=seed * 1000 + i,
                 start_layer=start,
+                val=enc["val"][td.name],
+                eval_every=config.eval_every,
+                patience=config.patience,
             )
             finetuned.append(weights)
             series["train_loss"][td.name] = losses
+            stopped.append(1.0 if len(losses) < config.steps else 0.0)
             _load(model, weights)
             ft_val[td.name] = acc("val", td.name)
-            ft_test[td.name] = acc("test", td.name)
+            ft_rows[td.name] = correct("test", td.name)
             _load(model, base)
+        ft_test = {t: float(r.mean()) for t, r in ft_rows.items()}
         tvs = [{n: w[n] - base[n] for n in names} for w in finetuned]
 
         def norm(accs: dict[str, float], ref: dict[str, float]) -> float:
@@ -306,11 +416,28 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             out.update({f"acc_{t}": a for t, a in accs.items()})
             return out
 
-        metrics["base"] = summary(base_test)
-        metrics["finetuned"] = summary(ft_test)
+        items: dict[str, dict[str, Any]] = {}
+
+        def record(arm: str, rows: dict[str, torch.Tensor]) -> dict[str, float]:
+            # Per test item: correct, and correct / the fine-tuned accuracy of its task (whose mean
+            # over the equal-sized tasks is norm_acc); the same items in the same order in every arm.
+            items[arm] = {
+                "abs_acc": torch.cat([rows[t] for t in config.tasks]).double().numpy(),
+                "norm_acc": torch.cat(
+                    [rows[t] / ft_test[t] if ft_test[t] > 0 else rows[t] * math.nan for t in config.tasks]
+                )
+                .double()
+                .numpy(),
+            }
+            return summary({t: float(r.mean()) for t, r in rows.items()})
+
+        metrics["base"] = record("base", base_rows)
+        metrics["finetuned"] = record("finetuned", ft_rows)
         metrics["finetuned"]["loss_ratio"] = statistics.fmean(
             (v[-1] / v[0]) if v and v[0] > 0 else math.nan for v in series["train_loss"].values()
         )
+        metrics["finetuned"]["stopped_early"] = statistics.fmean(stopped)
+        metrics["finetuned"]["ft_steps"] = statistics.fmean(len(v) for v in series["train_loss"].values())
         ctx.log("fine-tuned test acc " + ", ".join(f"{t} {a:.3f}" for t, a in ft_test.items()))
         ctx.log("base test acc " + ", ".join(f"{t} {a:.3f}" for t, a in base_test.items()))
         builders = {
@@ -332,7 +459,7 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             best = best_on_validation(val_scores, lambda v: -v)
             series["val_norm_acc"][arm] = {f"{a:g}": v for a, v in val_scores.items()}
             _load(model, {n: base[n] + best * delta[n] for n in names})
-            m = summary(accuracies("test"))
+            m = record(arm, test_rows())
             sars = mean_sar(tvs, delta)
             m.update(alpha=best, sar=statistics.fmean(sars), val_norm_acc=val_scores[best])
             m.update({f"sar_{t}": s for t, s in zip(config.tasks, sars, strict=True)})
@@ -346,10 +473,11 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
         notes = (
             f"model {config.model}; tasks {', '.join(config.tasks)}; "
             f"{config.n_train}/{config.n_val}/{config.n_test} examples per task; trained: the "
-            f"{len(names)} 2-D weights of the last {k} layers, {config.steps} steps x "
+            f"{len(names)} 2-D weights of the last {k} layers, until validation loss stops improving "
+            f"(every {config.eval_every} steps, patience {config.patience}, cap {config.steps}) x "
             f"batch {config.batch_size}, lr {config.lr:g}; alpha grid {config.alphas} (average: alpha 1)",
         )
-        return SeedOutcome(metrics=metrics, series=series, notes=notes)
+        return SeedOutcome(metrics=metrics, series=series, notes=notes, items=items)
 
     def make_figures(
         self, config: IsoMergingCheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext

@@ -33,6 +33,7 @@ __all__ = [
     "encode_task",
     "finetune_subset",
     "label_accuracy",
+    "label_correct",
     "make_task",
     "trainable_matrix_names",
 ]
@@ -380,16 +381,30 @@ def label_accuracy(
 
     With ``start_layer > 0``, ``data`` is the output of :func:`cache_prefix` for that layer.
     """
+    return float(label_correct(model, data, label_ids, batch_size=batch_size, start_layer=start_layer).mean())
+
+
+@torch.no_grad()
+def label_correct(
+    model: nn.Module,
+    data: tuple[Tensor, Tensor, Tensor],
+    label_ids: Sequence[int],
+    *,
+    batch_size: int = 32,
+    start_layer: int = 0,
+) -> Tensor:
+    """Per row, 1.0 where the gold label token has the highest logit among ``label_ids``, else 0.0
+    (:func:`label_accuracy` is its mean); rows in ``data``'s order."""
     model.eval()
     ids, last, y = data
     cand = torch.tensor(list(label_ids), dtype=torch.long)
     head = _head(model)[cand]
-    correct = 0
+    out = []
     for i in range(0, ids.shape[0], batch_size):
         h = _last_hidden(model, ids[i : i + batch_size], last[i : i + batch_size], start_layer)
         pred = (h @ head.T).argmax(-1)
-        correct += int((pred == y[i : i + batch_size]).sum())
-    return correct / ids.shape[0]
+        out.append((pred == y[i : i + batch_size]).float())
+    return torch.cat(out)
 
 
 def trainable_matrix_names(model: nn.Module, layers: Sequence[int]) -> list[str]:
@@ -413,6 +428,9 @@ def finetune_subset(
     batch_size: int = 8,
     seed: int = 0,
     start_layer: int = 0,
+    val: tuple[Tensor, Tensor, Tensor] | None = None,
+    eval_every: int = 8,
+    patience: int = 3,
 ) -> tuple[dict[str, Tensor], list[float]]:
     """Train only ``names`` of ``model`` (in place on a copy of their values) with AdamW through
     :func:`icml25.nn.fit`; returns the trained values of ``names`` and the training losses.
@@ -420,7 +438,15 @@ def finetune_subset(
 
     With ``start_layer > 0``, ``data`` is the output of :func:`cache_prefix` and only the layers
     from ``start_layer`` on run; this is the same computation when every name in ``names`` lies in
-    those layers (the frozen earlier layers get no gradient either way)."""
+    those layers (the frozen earlier layers get no gradient either way).
+
+    With ``val`` (same form as ``data``), training runs until the validation loss stops improving:
+    it is evaluated every ``eval_every`` steps, training stops after ``patience`` evaluations
+    without improvement (``steps`` is then a cap), and the weights with the lowest validation loss
+    are returned. Without it, all ``steps`` run and the last weights are returned."""
+    bad_every = isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1
+    if val is not None and bad_every:
+        raise ValueError(f"eval_every must be a positive int when val is given, got {eval_every!r}")
     params = dict(model.named_parameters())
     missing = [n for n in names if n not in params]
     if not names or missing:
@@ -444,10 +470,24 @@ def finetune_subset(
         weight_decay=0.0,
         grad_clip=1.0,
         sampling="shuffle",
-        keep_best=False,
+        keep_best=val is not None,
+        eval_every=eval_every if val is not None else 0,
+        patience=patience if val is not None else 0,
+        monitor="val_loss",
+        monitor_mode="min",
     )
+
+    def evaluate(m: nn.Module) -> dict[str, float]:
+        assert val is not None
+        with torch.no_grad():
+            total, n = 0.0, val[0].shape[0]
+            for i in range(0, n, 64):
+                part = tuple(x[i : i + 64] for x in val)
+                total += float(loss_fn(m, part)) * part[0].shape[0]
+        return {"val_loss": total / n}
+
     try:
-        history = fit(model, loss_fn, data, cfg, seed=seed)
+        history = fit(model, loss_fn, data, cfg, seed=seed, evaluate=evaluate if val is not None else None)
         trained = {n: params[n].detach().clone() for n in original}
     finally:
         with torch.no_grad():
