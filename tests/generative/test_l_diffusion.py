@@ -242,8 +242,8 @@ def test_unet_gray_arm_sees_the_grayscale_image(monkeypatch) -> None:
 
 def test_infonce_defaults_are_the_official_sampling() -> None:
     cfg = LDiffusionConfig()
-    assert cfg.anchor_fraction == 0.01 and cfg.min_anchors == 4 and cfg.n_neg == 1024
-    assert cfg.negatives_with_replacement is False and cfg.per_image is True
+    assert cfg.anchor_fraction == 0.01 and cfg.min_anchors == 1 and cfg.n_neg == 1024
+    assert cfg.negatives_with_replacement is False and cfg.per_image is True and cfg.official_skip
     with pytest.raises(ValueError, match="anchor_fraction"):
         LDiffusionConfig(anchor_fraction=0.0)
 
@@ -285,13 +285,18 @@ def test_pixel_infonce_anchor_fraction_and_unequal_negative_counts(monkeypatch) 
         return real(logits, target, *a, **kw)
 
     monkeypatch.setattr(mdl.F, "cross_entropy", spy)
-    y = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(300, dtype=torch.long)])
-    f = torch.randn(1300, 3)
+    y = torch.cat([torch.zeros(1000, dtype=torch.long), torch.ones(350, dtype=torch.long)])
+    f = torch.randn(1350, 3)
     loss = pixel_infonce(f, y, n_neg=1024, anchor_fraction=0.01, negatives_with_replacement=False)
     assert torch.isfinite(loss)
-    # 1 % of 1000 = 10 anchors, 1 % of 300 rounds to 3 < min 4; class-1 anchors see 1000 negatives
-    # (capped at 1024), class-0 anchors all 300 (padded)
-    assert shapes[-1] == (14, 1 + 1000)
+    # int(1 % of 1000) = 10 anchors, int(3.5) = 3 (official: rounded down); class-1 anchors see 1000
+    # distinct negatives (n_neg 1024 capped), class-0 anchors all 350 (padded)
+    assert shapes[-1] == (13, 1 + 1000)
+    # official skip: class 0 has only 350 <= 500 other-class pixels, so only class 1's 3 anchors remain
+    pixel_infonce(f, y, n_neg=500, anchor_fraction=0.01, negatives_with_replacement=False, official_skip=True)
+    assert shapes[-1] == (3, 1 + 500)
+    loss = pixel_infonce(f, y, n_neg=2000, anchor_fraction=0.01, official_skip=True)
+    assert float(loss) == 0.0  # no class has more than 2000 other-class pixels: no anchors
 
 
 def test_contrastive_loss_is_per_image_by_default() -> None:
@@ -299,12 +304,15 @@ def test_contrastive_loss_is_per_image_by_default() -> None:
     feats = torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]]], [[[5.0, 0.0]], [[0.0, 5.0]]]])  # [2, 2, 1, 2]
     y = torch.tensor([[[0, 1]], [[0, 1]]])
     tau = 0.5
-    ld = LDiffusion(SmallUNet(3, 3, (8,)), LDiffusionConfig(tau=tau, anchor_fraction=1.0))
+    ld = LDiffusion(
+        SmallUNet(3, 3, (8,)), LDiffusionConfig(tau=tau, anchor_fraction=1.0, official_skip=False)
+    )
     l1 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 1))
     l2 = -math.log(math.exp(25 / tau) / (math.exp(25 / tau) + 1))
     got = ld._infonce(feats, y, torch.Generator().manual_seed(0))
     assert float(got) == pytest.approx((l1 + l2) / 2, rel=1e-5)
     pooled = LDiffusion(
-        SmallUNet(3, 3, (8,)), LDiffusionConfig(tau=tau, anchor_fraction=1.0, per_image=False)
+        SmallUNet(3, 3, (8,)),
+        LDiffusionConfig(tau=tau, anchor_fraction=1.0, per_image=False, official_skip=False),
     )
     assert float(pooled._infonce(feats, y, torch.Generator().manual_seed(0))) != pytest.approx((l1 + l2) / 2)

@@ -51,8 +51,11 @@ its gaps to baselines; tail Dice is noisier (pooled over few pixels), so 0.05.
 Differences from the official training (see the README): pixel-space denoising *reconstruction*
 pretraining (epsilon prediction, L1 for Laplace) stands in for fine-tuning a pretrained Stable-Diffusion
 UNet on VAE latents; an MSE reconstruction term stands in for the VGG19 content loss. The InfoNCE
-follows the official sampling by default (per image, 1 % anchors per class with at least 4, distinct
-negatives up to 1024; flags ``anchor_fraction``, ``negatives_with_replacement``, ``per_image``).
+follows the official ``compute_contrastive_loss`` (per image; ``max(1, int(0.01 n))`` anchors of a class
+of n pixels; one other same-class positive; ``n_neg`` distinct negatives; classes with one pixel or at
+most ``n_neg`` other-class pixels skipped; flags ``anchor_fraction``, ``min_anchors``,
+``negatives_with_replacement``, ``per_image``, ``official_skip``). Small uses ``n_neg=256`` on 32x32
+tiles: the official 1024 negatives are a quarter of its 64x64 feature map.
 """
 
 from __future__ import annotations
@@ -276,7 +279,8 @@ CLAIM = Claim(
         "tiles; 5 seeds; label fractions 25 % and 100 %. Pixel-space denoising-reconstruction pretraining "
         "(~95k parameters, 300 steps) instead of fine-tuning Stable Diffusion on latents; 5 feature "
         "steps (segmenter input: the gray feature maps only, as in the paper); the official InfoNCE "
-        "sampling; segmentation UNet (150 steps, Dice + CE, lr sweep {1e-3, 3e-3} on validation mIoU) "
+        "sampling with 256 negatives (a quarter of a tile, as the official 1024 of 64x64); "
+        "segmentation UNet (150 steps, Dice + CE, lr sweep {1e-3, 3e-3} on validation mIoU) "
         "for every arm, including U-Nets on the grayscale and on the RGB image; a constant-prediction "
         "reference. The paper uses real datasets (CRCD, PUMA, BCSS, PanNuke), a ConvNeXt segmenter and "
         "SAM-family and supervised baselines."
@@ -320,7 +324,8 @@ class LDiffusionCheck(ClaimCheck[LDiffusionCheckConfig]):
             lrs=(3e-3,),
             fractions=(0.5, 1.0),
         ),
-        "small": LDiffusionCheckConfig(data=SynthPathConfig(n_test=128)),
+        # n_neg 256: the official 1024 negatives of 64x64 = 4096 feature pixels, a quarter of a tile
+        "small": LDiffusionCheckConfig(data=SynthPathConfig(n_test=128), ld=LDiffusionConfig(n_neg=256)),
         "full": LDiffusionCheckConfig(
             data=SynthPathConfig(size=64, n_unlabeled=256, n_train=160, n_val=32, n_test=128),
             ld=LDiffusionConfig(

@@ -71,11 +71,14 @@ class LDiffusionConfig:
     ``timesteps``: the ``T_f`` steps whose ``x0_hat`` maps form the pixel vector (5-15 in the paper).
     ``feature``: ``"gray"`` (official, one value per step) or ``"rgb"`` (three).
     ``tau``: InfoNCE temperature; ``anchors_per_class``, ``n_neg``: sampled pixels per class / negatives.
-    ``anchor_fraction``: anchors as a fraction of each class's pixels (official: 0.01, at least
-    ``min_anchors`` = 4); ``None`` uses the fixed ``anchors_per_class`` instead.
+    ``anchor_fraction``: anchors as a fraction of each class's pixels, rounded down (official: 0.01, at
+    least ``min_anchors`` = 1); ``None`` uses the fixed ``anchors_per_class`` instead.
+    ``official_skip``: skip a class with fewer than two pixels or with no more than ``n_neg`` other-class
+    pixels (official ``compute_contrastive_loss``; an image without such a class adds no loss).
     ``negatives_with_replacement``: draw each anchor's negatives with replacement (``False``, the
     official, draws distinct pixels, at most all other-class pixels).
-    ``per_image``: InfoNCE within each image, averaged over the batch (official, batch size 1);
+    ``per_image``: anchors, positives and negatives within each image, the loss averaged over all the
+    batch's anchors (official);
     ``False`` pools anchors, positives and negatives across the batch.
     ``recon_weight``: weight of the MSE between ``x0_hat`` and the image during contrastive fine-tuning.
     """
@@ -90,7 +93,8 @@ class LDiffusionConfig:
     anchors_per_class: int = 32
     n_neg: int = 1024
     anchor_fraction: float | None = 0.01
-    min_anchors: int = 4
+    min_anchors: int = 1
+    official_skip: bool = True
     negatives_with_replacement: bool = False
     per_image: bool = True
     recon_weight: float = 1.0
@@ -123,18 +127,21 @@ def pixel_infonce(
     anchors_per_class: int = 32,
     n_neg: int = 256,
     anchor_fraction: float | None = None,
-    min_anchors: int = 4,
+    min_anchors: int = 1,
     negatives_with_replacement: bool = True,
+    official_skip: bool = False,
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """Supervised pixel InfoNCE: for each anchor ``a`` with a same-class positive ``p`` and other-class
     negatives ``n_j``, ``-log( e^{<a,p>/tau} / (e^{<a,p>/tau} + sum_j e^{<a,n_j>/tau}) )``, mean over anchors.
 
     Dot products on the raw (unnormalised) pixel vectors, as the official ``info_nce_loss``. Anchors per
-    class: ``anchors_per_class``, or with ``anchor_fraction`` that fraction of the class's pixels (at least
-    ``min_anchors``; the official uses 1 %, at least 4), never more than the class has. Negatives:
-    ``n_neg`` other-class pixels per anchor, with replacement, or distinct pixels (at most all of them)
-    when ``negatives_with_replacement=False`` (official).
+    class: ``anchors_per_class``, or with ``anchor_fraction`` that fraction of the class's pixels rounded
+    down (at least ``min_anchors``; the official uses ``max(1, int(0.01 n))``), never more than the class
+    has. Negatives: ``n_neg`` other-class pixels per anchor, with replacement, or distinct pixels (at most
+    all of them) when ``negatives_with_replacement=False`` (official). ``official_skip``: classes with
+    fewer than two pixels or at most ``n_neg`` other-class pixels get no anchors (official); if no class
+    qualifies the loss is 0.
 
     Args:
         features: ``[N, D]`` pixel vectors (or ``[B, D, H, W]`` maps).
@@ -151,18 +158,59 @@ def pixel_infonce(
     if labels.is_floating_point():
         raise TypeError(f"labels must be integer classes, got {labels.dtype}")
     check_positive("tau", tau)
+    rows = _infonce_rows(
+        features,
+        labels,
+        tau=tau,
+        anchors_per_class=anchors_per_class,
+        n_neg=n_neg,
+        anchor_fraction=anchor_fraction,
+        min_anchors=min_anchors,
+        negatives_with_replacement=negatives_with_replacement,
+        official_skip=official_skip,
+        generator=generator,
+    )
+    return _rows_loss(rows, features)
+
+
+def _rows_loss(rows: list[Tensor], features: Tensor) -> Tensor:
+    if not rows:
+        return features.sum() * 0.0
+    # classes with fewer other-class pixels than n_neg (distinct negatives) get fewer columns: pad with
+    # -inf logits, which add nothing to the softmax denominator
+    width = max(r.shape[1] for r in rows)
+    logits = torch.cat([F.pad(r, (0, width - r.shape[1]), value=float("-inf")) for r in rows])
+    return F.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long, device=features.device))
+
+
+def _infonce_rows(
+    features: Tensor,
+    labels: Tensor,
+    *,
+    tau: float,
+    anchors_per_class: int,
+    n_neg: int,
+    anchor_fraction: float | None,
+    min_anchors: int,
+    negatives_with_replacement: bool,
+    official_skip: bool,
+    generator: torch.Generator | None,
+) -> list[Tensor]:
+    """Per class, the ``[k, 1 + n]`` logits (positive first) of its anchors; see :func:`pixel_infonce`."""
     classes = torch.unique(labels)
-    if len(classes) < 2:
+    if len(classes) < 2 and not official_skip:
         raise ValueError("pixel_infonce needs pixels of at least two classes")
     dev = features.device
     rows = []
     for c in classes:
         same = torch.nonzero(labels == c).squeeze(1)
         other = torch.nonzero(labels != c).squeeze(1)
+        if official_skip and (len(same) < 2 or len(other) <= n_neg):
+            continue
         want = (
             anchors_per_class
             if anchor_fraction is None
-            else max(min_anchors, round(anchor_fraction * len(same)))
+            else max(min_anchors, int(anchor_fraction * len(same)))
         )
         k = min(want, len(same))
         ia = torch.randperm(len(same), generator=generator)[:k]
@@ -178,11 +226,7 @@ def pixel_infonce(
         pos = (fa * features[p]).sum(-1, keepdim=True)
         neg = torch.einsum("kd,knd->kn", fa, features[other[jn.to(dev)]])
         rows.append(torch.cat([pos, neg], dim=1) / tau)
-    # classes with fewer other-class pixels than n_neg (distinct negatives) get fewer columns: pad with
-    # -inf logits, which add nothing to the softmax denominator
-    width = max(r.shape[1] for r in rows)
-    logits = torch.cat([F.pad(r, (0, width - r.shape[1]), value=float("-inf")) for r in rows])
-    return F.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long, device=dev))
+    return rows
 
 
 def dice_loss(logits: Tensor, target: Tensor, *, eps: float = 1.0) -> Tensor:
@@ -356,23 +400,25 @@ class LDiffusion:
 
     def _infonce(self, feats: Tensor, y: Tensor, g: torch.Generator) -> Tensor:
         cfg = self.config
-        kw = dict(
+        kw: dict = dict(
             tau=cfg.tau,
             anchors_per_class=cfg.anchors_per_class,
             n_neg=cfg.n_neg,
             anchor_fraction=cfg.anchor_fraction,
             min_anchors=cfg.min_anchors,
             negatives_with_replacement=cfg.negatives_with_replacement,
+            official_skip=cfg.official_skip,
             generator=g,
         )
         if not cfg.per_image:
-            return pixel_infonce(feats, y, **kw)  # type: ignore[arg-type]
-        terms = [
-            pixel_infonce(feats[i : i + 1], y[i : i + 1], **kw)  # type: ignore[arg-type]
-            for i in range(len(y))
-            if len(torch.unique(y[i])) >= 2
-        ]
-        return torch.stack(terms).mean() if terms else feats.sum() * 0.0
+            return pixel_infonce(feats, y, **kw)
+        rows: list[Tensor] = []
+        for i in range(len(y)):  # anchors meet only their own image's pixels; mean over all anchors
+            f = feats[i].reshape(feats.shape[1], -1).T
+            yi = y[i].reshape(-1)
+            if len(torch.unique(yi)) >= 2 or cfg.official_skip:
+                rows += _infonce_rows(f, yi, **kw)
+        return _rows_loss(rows, feats)
 
     def contrastive_finetune(
         self,
