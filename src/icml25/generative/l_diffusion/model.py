@@ -12,8 +12,9 @@
    to grayscale (weights 0.2989, 0.5870, 0.1140, as in the official code); stacking the ``T_f`` maps gives
    each pixel a vector ``v(p) in R^{T_f}`` (:meth:`LDiffusion.pixel_features`).
 3. Contrastive refinement: the denoiser is fine-tuned on labelled pixels with a supervised pixel InfoNCE
-   (:func:`pixel_infonce`: by default as the official loss, per image, 1 % of each class's pixels as
-   anchors (at least 4), one same-class positive, up to 1024 distinct other-class negatives; temperature
+   (:func:`pixel_infonce`; :meth:`LDiffusion.contrastive_finetune` samples as the official loss: per
+   image, 1 % of each class's pixels as anchors (at least 1), one same-class positive, 1024 distinct
+   other-class negatives, classes with too few other-class pixels skipped; temperature
    ``tau``, the paper 0.05-0.1, the code 0.5) plus an MSE reconstruction term keeping it a denoiser
    (the official uses a VGG19 content loss, whose weights are not available here).
 4. Segmentation: a network on the refined feature maps (optionally with the RGB image concatenated), trained
