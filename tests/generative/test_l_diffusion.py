@@ -229,8 +229,8 @@ def test_unet_gray_arm_sees_the_grayscale_image(monkeypatch) -> None:
     out = CHECK.run_seed(cfg, 0, _Ctx())  # type: ignore[arg-type]
     n_feat = len(cfg.ld.timesteps)
     # smallest fraction: ldiffusion, gaussian, no_contrastive (features), unet_gray (1), unet (3);
-    # all labels: ldiffusion, unet_gray
-    assert seen == [n_feat, n_feat, n_feat, 1, 3, n_feat, 1]
+    # all labels: ldiffusion only (label_efficient)
+    assert seen == [n_feat, n_feat, n_feat, 1, 3, n_feat]
     assert set(out.metrics) == {"ldiffusion", "gaussian", "no_contrastive", "unet_gray", "unet", "constant"}
     for arm in out.metrics:
         assert out.items[arm]["miou"].shape == (cfg.data.n_test,)
