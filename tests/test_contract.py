@@ -80,8 +80,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "condensed_sparse_solver",
         "dycodeeval",
         "econ",
-        "isotropic_merging",
-        "l_diffusion",
         "nice",
         "pde_transformer",
         "pinnsagent",
