@@ -141,6 +141,25 @@ class TestEvaluate:
         assert rejudge(tampered).passed is r.passed and rejudge(tampered).outcome == r.outcome
 
 
+def _stored(crits: tuple[CriterionResult, ...], **claim_extra) -> CheckResult:
+    """A small-scale result of ``crits`` as a check would store it (three seeds, no metrics)."""
+    claim = {"statement": "s", "source": "x", "ours": "ours", "headline": "h", "baselines": ["base"]}
+    return CheckResult(
+        slug="h_tuning",
+        scale="small",
+        seeds=(0, 1, 2),
+        claim={**claim, "criteria": [], **claim_extra},
+        metrics={},
+        criteria=crits,
+        verdict=compute_verdict(crits, n_seeds=3),
+        config={},
+        wall_time_s=1.0,
+        environment={},
+        started_at="2026-01-01T00:00:00Z",
+        run_id=ResultStore.new_run_id(),
+    )
+
+
 class TestVerdict:
     def test_failed_gate_is_inconclusive_never_not_reproduced(self) -> None:
         v = compute_verdict([_r("g", False, "gate"), _r("h", False, "headline")], n_seeds=3)
@@ -233,27 +252,7 @@ class TestVerdict:
             _r("h", True, "headline"),
             _r("llm_beats", False),
         )
-        result = CheckResult(
-            slug="h_tuning",
-            scale="small",
-            seeds=(0, 1, 2),
-            claim={
-                "statement": "s",
-                "source": "x",
-                "ours": "ours",
-                "headline": "h",
-                "baselines": ["base"],
-                "criteria": [],
-            },
-            metrics={},
-            criteria=crits,
-            verdict=compute_verdict(crits, n_seeds=3),
-            config={},
-            wall_time_s=1.0,
-            environment={},
-            started_at="2026-01-01T00:00:00Z",
-            run_id=ResultStore.new_run_id(),
-        )
+        result = _stored(crits)
         data = json.loads(json.dumps(result.to_json()))
         assert data["gates"][0]["guards"] == ["llm_beats"]
         back = CheckResult.from_json(data)
@@ -266,28 +265,7 @@ class TestVerdict:
             dataclasses.replace(_r("g", False, "gate"), value=0.4, threshold=0.5),
             dataclasses.replace(_r("h", False, "headline"), value=0.4, threshold=0.5),
         )
-        result = CheckResult(
-            slug="h_tuning",
-            scale="small",
-            seeds=(0, 1, 2),
-            claim={
-                "statement": "s",
-                "source": "x",
-                "ours": "ours",
-                "headline": "h",
-                "baselines": ["base"],
-                "criteria": [],
-                "references": ["constant"],
-            },
-            metrics={},
-            criteria=crits,
-            verdict=compute_verdict(crits, n_seeds=3),
-            config={},
-            wall_time_s=1.0,
-            environment={},
-            started_at="2026-01-01T00:00:00Z",
-            run_id=ResultStore.new_run_id(),
-        )
+        result = _stored(crits, references=["constant"])
         data = result.to_json()
         data["verdict"] = "not reproduced"  # a tampered or stale verdict
         assert data["gates"][0]["passed"] is False and data["references"] == ["constant"]
