@@ -401,3 +401,28 @@ def test_tiny_run_reuses_the_sweep_and_matches_flops() -> None:
     m = result.metrics
     assert m["dit_equal_flops"]["steps"].mean < m["dit"]["steps"].mean == config.train.steps
     assert m["dit_equal_flops"]["flops_gap"].mean <= 0.05
+
+
+# ---------------------------------------------------------------- issue 41
+
+
+@pytest.mark.parametrize("sc", [False, True])
+def test_position_bias_mlp_has_the_reference_xavier_init(sc: bool) -> None:
+    """The reference's ``initialize_weights`` applies Xavier-uniform with zero bias to every Linear,
+    the continuous position-bias MLP included (it was left at PyTorch's default init here)."""
+    torch.manual_seed(0)
+    model = PDETransformerSC(SMALLEST) if sc else PDETransformer(SMALLEST)
+    linears = [
+        sub
+        for m in model.modules()
+        if isinstance(m, WindowAttention)
+        for sub in m.cpb_mlp
+        if isinstance(sub, nn.Linear)
+    ]
+    assert linears
+    for lin in linears:
+        fan_out, fan_in = lin.weight.shape
+        bound = math.sqrt(6.0 / (fan_in + fan_out))
+        assert lin.weight.abs().max() <= bound
+        if lin.bias is not None:  # PyTorch's default draws the bias from U(+-1/sqrt(fan_in))
+            assert torch.equal(lin.bias, torch.zeros_like(lin.bias))

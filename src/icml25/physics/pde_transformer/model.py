@@ -486,7 +486,9 @@ class _UNetBody(nn.Module):
         return self.final(self.output(x), cond[1])
 
     def initialize(self) -> None:
-        """Xavier for linear/conv; label tables N(0, 0.02); adaLN and the output conv zero (reference)."""
+        """Xavier for linear/conv (the relative-position-bias MLP included: the reference's
+        ``initialize_weights`` applies its Xavier ``_basic_init`` to every ``nn.Linear``); label tables
+        N(0, 0.02); adaLN and the output conv zero (reference)."""
         for m in self.modules():
             if isinstance(m, nn.Linear | nn.Conv2d):
                 nn.init.xavier_uniform_(m.weight.view(m.weight.shape[0], -1))
@@ -501,10 +503,6 @@ class _UNetBody(nn.Module):
             if isinstance(m, PDEBlock):
                 nn.init.zeros_(m.adaLN.weight)
                 nn.init.zeros_(m.adaLN.bias)
-            if isinstance(m, WindowAttention):  # keep the reference's CPB init (PyTorch default)
-                for sub in m.cpb_mlp:
-                    if isinstance(sub, nn.Linear):
-                        sub.reset_parameters()
         nn.init.zeros_(self.final.adaLN.weight)
         nn.init.zeros_(self.final.adaLN.bias)
         nn.init.zeros_(self.final.out_proj.weight)
