@@ -35,6 +35,7 @@ from icml25.language.isotropic_merging import (
     task_vectors,
     trainable_matrix_names,
 )
+from icml25.language.isotropic_merging.check import IsoMergingCheckConfig
 
 
 def _tvs(n_tasks: int = 3, m: int = 12, n: int = 8, seed: int = 0) -> list[dict[str, torch.Tensor]]:
@@ -284,6 +285,26 @@ def test_finetune_subset_stops_on_validation_and_keeps_the_best_weights() -> Non
     assert val_loss(weights) <= val_loss(last) + 1e-6  # the kept weights are the best seen
     with pytest.raises(ValueError, match="eval_every"):
         finetune_subset(model, train, ids, names, steps=4, lr=1e-2, val=val, eval_every=0)
+
+
+def test_finetune_subset_min_delta_stops_a_creeping_validation_loss() -> None:
+    # A task the model fits exactly: its validation loss creeps down by round-off for ever, and in
+    # the small run a third of the references ran to the step cap. A plateau tolerance stops them.
+    task = make_task("object", 32, 16, 8, seed=2)
+    codec = LabelCodec(None)
+    ids = codec.label_ids(task.labels)
+    model = _tiny_llama()
+    names = trainable_matrix_names(model, [-1])
+    train = encode_task(codec, task.train, task.labels)
+    val = encode_task(codec, task.val, task.labels)
+    kwargs = dict(steps=400, lr=3e-2, batch_size=8, val=val, eval_every=2, patience=2)
+    _, strict = finetune_subset(model, train, ids, names, **kwargs)  # type: ignore[arg-type]
+    _, tolerant = finetune_subset(model, train, ids, names, min_delta=10.0, **kwargs)  # type: ignore[arg-type]
+    # min_delta larger than any change: only the first evaluation counts, stop after patience more
+    assert len(tolerant) == 2 * (1 + 2) and len(tolerant) <= len(strict)
+    assert IsoMergingCheckConfig().min_delta > 0
+    with pytest.raises(ValueError, match="min_delta"):
+        IsoMergingCheckConfig(min_delta=-1.0)
 
 
 def _last_hidden_for_test(model: torch.nn.Module, data: tuple[torch.Tensor, ...]) -> torch.Tensor:

@@ -119,6 +119,39 @@ def test_keep_best_patience_and_on_eval():
     assert hist.metric("val_loss") == ((2, 4, 6, 8, 10), (3.0, 1.0, 2.0, 2.5, 4.0))
 
 
+@pytest.mark.parametrize(
+    ("mode", "sign"),
+    [("min", 1.0), ("max", -1.0)],
+)
+def test_min_delta_stops_a_metric_that_creeps(mode, sign):
+    X, y = regression()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    # improves by 1e-3 per evaluation forever: without min_delta patience never runs out
+    values = [sign * (1.0 - 1e-3 * k) for k in range(100)]
+    states = []
+
+    def evaluate(m):
+        states.append(m.weight.detach().clone())
+        return {"val_loss": values[len(states) - 1]}
+
+    base = dict(steps=40, batch_size=8, lr=0.05, eval_every=2, patience=3, monitor_mode=mode)
+    states.clear()
+    never = fit(model, mse, (X, y), FitConfig(**base), evaluate=evaluate)
+    assert not never.stopped_early and len(never.steps) == 40
+    states.clear()
+    hist = fit(model, mse, (X, y), FitConfig(**base, min_delta=0.01), evaluate=evaluate)
+    # the first evaluation counts; the next three improve by under 0.01 each: stop at the fourth
+    assert hist.stopped_early and len(hist.steps) == 8
+    # keep-best still restores the strictly best (last) state
+    assert hist.best_step == 8 and torch.equal(model.weight, states[-1])
+
+
+def test_min_delta_must_be_non_negative():
+    with pytest.raises(ValueError, match="min_delta"):
+        FitConfig(steps=1, batch_size=1, lr=0.1, min_delta=-0.1)
+
+
 def test_nonfinite_loss_stops_before_the_update_and_post_step_runs():
     model = torch.nn.Linear(3, 1)
     before = model.weight.detach().clone()

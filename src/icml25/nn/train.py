@@ -78,6 +78,11 @@ class FitConfig:
         monitor_mode: ``"min"`` or ``"max"``.
         keep_best: restore the state with the best monitored value at the end.
         patience: stop after this many evaluations without improvement (0 = never).
+        min_delta: an evaluation counts as an improvement for ``patience`` only when it beats the
+            last counted one by more than this (absolute, in the monitored metric's units; as in
+            PyTorch Lightning's ``EarlyStopping``), so a metric that creeps down by round-off
+            forever still stops. ``keep_best`` keeps the strictly best state regardless. 0 = any
+            improvement counts.
         stop_on_nonfinite: stop (before the update) when the loss is NaN or infinite.
     """
 
@@ -99,6 +104,7 @@ class FitConfig:
     monitor_mode: Literal["min", "max"] = "min"
     keep_best: bool = True
     patience: int = 0
+    min_delta: float = 0.0
     stop_on_nonfinite: bool = True
 
     def __post_init__(self) -> None:
@@ -107,7 +113,7 @@ class FitConfig:
             positive_int=("steps", "batch_size"),
             positive=("lr",),
             non_negative_int=("warmup_steps", "eval_every", "patience"),
-            non_negative=("min_lr", "weight_decay", "grad_clip"),
+            non_negative=("min_lr", "weight_decay", "grad_clip", "min_delta"),
         )
         check_in_range("FitConfig.min_lr", self.min_lr, 0.0, self.lr)
         for b in self.betas:
@@ -310,6 +316,7 @@ def fit(
     lrs: list[float] = []
     evals: list[EvalRecord] = []
     best_value, best_step = float("nan"), 0
+    patience_ref = float("nan")  # the last value that counted as an improvement for patience
     best_state: dict[str, Tensor] | None = None
     bad_evals, stopped_early, diverged = 0, False, False
     start = time.perf_counter()
@@ -367,9 +374,16 @@ def fit(
                 raise KeyError(f"evaluate() returned {sorted(metrics)}; FitConfig.monitor={config.monitor!r}")
             value = metrics[config.monitor]
             if _is_better(value, best_value, config.monitor_mode):
-                best_value, best_step, bad_evals = value, step + 1, 0
+                best_value, best_step = value, step + 1
                 if config.keep_best:
                     best_state = snapshot_state(base)
+            shifted = (
+                patience_ref - config.min_delta
+                if config.monitor_mode == "min"
+                else patience_ref + config.min_delta
+            )
+            if _is_better(value, shifted, config.monitor_mode):
+                patience_ref, bad_evals = value, 0
             else:
                 bad_evals += 1
                 if config.patience and bad_evals >= config.patience:

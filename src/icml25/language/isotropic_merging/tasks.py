@@ -431,6 +431,7 @@ def finetune_subset(
     val: tuple[Tensor, Tensor, Tensor] | None = None,
     eval_every: int = 8,
     patience: int = 3,
+    min_delta: float = 0.0,
 ) -> tuple[dict[str, Tensor], list[float]]:
     """Train only ``names`` of ``model`` (in place on a copy of their values) with AdamW through
     :func:`icml25.nn.fit`; returns the trained values of ``names`` and the training losses.
@@ -442,8 +443,8 @@ def finetune_subset(
 
     With ``val`` (same form as ``data``), training runs until the validation loss stops improving:
     it is evaluated every ``eval_every`` steps, training stops after ``patience`` evaluations
-    without improvement (``steps`` is then a cap), and the weights with the lowest validation loss
-    are returned. Without it, all ``steps`` run and the last weights are returned."""
+    without an improvement larger than ``min_delta`` nats (``steps`` is then a cap), and the
+    weights with the lowest validation loss are returned. Without it, all ``steps`` run and the last weights are returned."""
     bad_every = isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1
     if val is not None and bad_every:
         raise ValueError(f"eval_every must be a positive int when val is given, got {eval_every!r}")
@@ -473,6 +474,7 @@ def finetune_subset(
         keep_best=val is not None,
         eval_every=eval_every if val is not None else 0,
         patience=patience if val is not None else 0,
+        min_delta=min_delta,
         monitor="val_loss",
         monitor_mode="min",
     )
