@@ -476,6 +476,7 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
 
     config = CHECK.config("full")
     assert config.channels == 128 and config.layers_per_block == 4 and config.head_dim == 64
+    assert config.ablation and config.max_shift == 1
     result = CHECK.run(
         "full",
         seeds=[0],
@@ -483,8 +484,9 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
             "steps": 1,
             "lrs": (1e-3,),  # one rate: the sweep is tested at tiny
             "cond_steps": 1,
-            "n_train": 64,
-            "n_test": 20,
+            "n_train": 16,
+            "n_few": 32,
+            "n_test": 8,
             "batch_size": 16,
             "n_dequant": 1,
             "eval_every": 1,
@@ -493,54 +495,56 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
         },
     )
     m = result.metrics
-    assert set(m) >= {"tarflow", "coupling", "tarflow_noflip", "tarflow_l8"}
+    assert set(m) >= {"tarflow", "coupling", "tarflow_noflip", "tarflow_few", "coupling_few", "uniform"}
     n_tf, n_cp = m["tarflow"]["params"].mean, m["coupling"]["params"].mean
     assert abs(n_cp - n_tf) <= 0.1 * n_tf and n_tf > 1e6
-    n_l8 = m["tarflow_l8"]["params"].mean
-    assert abs(n_l8 - n_tf) <= 0.1 * n_tf and abs(n_cp - n_l8) <= 0.1 * n_l8
-    assert math.isfinite(m["tarflow"]["test_bpd"].mean) and math.isfinite(m["tarflow_l8"]["test_bpd"].mean)
-    assert {c.name for c in result.criteria} == SMALL_CRITERIA
+    assert math.isfinite(m["tarflow"]["test_bpd"].mean) and math.isfinite(
+        m["tarflow_noflip"]["test_bpd"].mean
+    )
+    assert {c.name for c in result.criteria} == {"beats_coupling", "flip_helps"} | GATES
 
 
-# ---------------------------------------------------------------- the learning-rate sweep (issue 29)
+# ---------------------------------------------------------------- the check's design (issues 29 and 41)
 
-SMALL_CRITERIA = {
-    "beats_coupling",
-    "flip_helps",
-    "params_matched",
-    "l8_beats_coupling",
-    "l8_params_matched",
-    "l8_coupling_matched",
-}
+GATES = {"params_matched", "tarflow_learns", "coupling_learns", "tarflow_not_overfit", "coupling_not_overfit"}
 
 
-def _arm_run(best_val: float):
-    from icml25.generative.tarflow.check import ArmRun
+def _trained(best_val: float):
+    from icml25.generative.tarflow.check import Trained
 
-    return ArmRun(metrics={"best_val_bpd": best_val}, curves={}, samples=[], seconds={})
+    res = TrainResult((1,), (3.0,), (1,), (best_val,), 1, best_val, 0.0)
+    return Trained(model=_tarflow(), result=res, lr=1e-3, seconds=0.0)
 
 
 def test_choose_lr_takes_the_lowest_validation_and_never_a_diverged_rate() -> None:
     from icml25.generative.tarflow.check import choose_lr
 
-    assert choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(2.4), 4e-3: _arm_run(2.6)}) == 2e-3
+    assert choose_lr({1e-3: _trained(2.5), 2e-3: _trained(2.4), 4e-3: _trained(2.6)}) == 2e-3
     assert (
-        choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(float("nan")), 4e-3: _arm_run(float("inf"))}) == 1e-3
+        choose_lr({1e-3: _trained(2.5), 2e-3: _trained(float("nan")), 4e-3: _trained(float("inf"))}) == 1e-3
     )
-    assert choose_lr({1e-3: _arm_run(2.5), 2e-3: _arm_run(2.5)}) == 1e-3  # a tie: the first
+    assert choose_lr({1e-3: _trained(2.5), 2e-3: _trained(2.5)}) == 1e-3  # a tie: the first
+
+
+def _res(vals: list[float]) -> TrainResult:
+    steps = tuple(range(1, 101))
+    val_steps = tuple(range(10, 101, 10))
+    return TrainResult(steps, (0.0,) * 100, val_steps, tuple(vals), 0, min(vals), 0.0)
 
 
 def test_val_gain_last_quarter_measures_the_late_improvement() -> None:
     from icml25.generative.tarflow.check import _val_gain_last_quarter
 
-    def res(vals: list[float]) -> TrainResult:
-        steps = tuple(range(1, 101))
-        val_steps = tuple(range(10, 101, 10))
-        return TrainResult(steps, (0.0,) * 100, val_steps, tuple(vals), 0, min(vals), 0.0)
-
     # best up to step 75 (the first 7 evaluations) is 3.0; the final best 2.5
-    assert _val_gain_last_quarter(res([5, 4, 3.5, 3.2, 3.1, 3.05, 3.0, 2.9, 2.6, 2.5])) == pytest.approx(0.5)
-    assert _val_gain_last_quarter(res([5, 4, 3, 2, 2, 2, 2, 2.1, 2.2, 2.3])) == 0.0  # flat: no gain
+    assert _val_gain_last_quarter(_res([5, 4, 3.5, 3.2, 3.1, 3.05, 3.0, 2.9, 2.6, 2.5])) == pytest.approx(0.5)
+    assert _val_gain_last_quarter(_res([5, 4, 3, 2, 2, 2, 2, 2.1, 2.2, 2.3])) == 0.0  # flat: no gain
+
+
+def test_val_rise_measures_overfitting_after_the_best_step() -> None:
+    from icml25.generative.tarflow.check import val_rise
+
+    assert val_rise(_res([5, 4, 3, 2, 2, 2, 2, 2.1, 2.2, 2.3])) == pytest.approx(0.3)  # overfits
+    assert val_rise(_res([5, 4, 3.5, 3.2, 3.1, 3.05, 3.0, 2.9, 2.6, 2.5])) == 0.0  # still improving
 
 
 @pytest.mark.parametrize("lrs", [(), (0.0,), (-1e-3,), (float("nan"),), (1e-3, 1e-3)])
@@ -551,58 +555,106 @@ def test_check_config_rejects_bad_learning_rate_grids(lrs: tuple[float, ...]) ->
         TarFlowCheckConfig(lrs=lrs)
 
 
+@pytest.mark.parametrize("bad", [{"max_shift": 4}, {"max_shift": -1}, {"n_few": 0}])
+def test_check_config_rejects_bad_data_settings(bad: dict[str, int]) -> None:
+    from icml25.generative.tarflow.check import TarFlowCheckConfig
+
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        TarFlowCheckConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_shift_family_translates_with_zero_fill() -> None:
+    from icml25.generative.tarflow import shift_family
+
+    x = torch.arange(1, 2 * 16 + 1).reshape(2, 1, 4, 4)  # no zeros: the fill is visible
+    fam = shift_family(x, 1)
+    assert fam.shape == (18, 1, 4, 4)
+    assert torch.equal(fam[4], x[0]) and torch.equal(fam[9 + 4], x[1])  # the centre is the image
+    down_right = fam[8]  # (dy, dx) = (1, 1)
+    assert torch.equal(down_right[0, 1:, 1:], x[0, 0, :-1, :-1])
+    assert int(down_right[0, 0].abs().sum()) == 0 and int(down_right[0, :, 0].abs().sum()) == 0
+    up_left = fam[0]  # (dy, dx) = (-1, -1)
+    assert torch.equal(up_left[0, :-1, :-1], x[0, 0, 1:, 1:]) and int(up_left[0, -1].abs().sum()) == 0
+    assert torch.equal(shift_family(x, 0), x)
+    with pytest.raises(ValueError, match="max_shift"):
+        shift_family(x, 4)
+    with pytest.raises(ValueError, match="x_int"):
+        shift_family(x[0], 1)
+
+
+def test_small_preset_compares_on_nine_times_the_data_with_the_few_image_arms_beside() -> None:
+    """Issue 41: the headline arms train on the translated family (9 x 1293 images), the _few arms
+    on 1293 of them; validation and test come from the same family, built from other digits."""
+    from icml25.generative.tarflow.check import CHECK, check_data
+
+    config = CHECK.config("small")
+    data = check_data(config)
+    assert len(data.x_train) == 9 * 1293 and len(data.x_few) == 1293
+    assert len(data.x_val) == 144 and len(data.x_test) == 9 * 360 and data.per_item == 9
+    digits = load_digits_dataset()
+    # every few image is one of the training translates; each test item's centre is its test digit
+    train_rows = {tuple(r.flatten().tolist()) for r in data.x_train}
+    assert all(tuple(r.flatten().tolist()) in train_rows for r in data.x_few)
+    assert torch.equal(data.x_test.reshape(360, 9, 1, 8, 8)[:, 4], digits.x_test)
+    assert check_data(config) is data  # fixed for every seed and arm
+
+
 def test_small_preset_is_the_fair_protocol() -> None:
     from icml25.generative.tarflow.check import CHECK
 
     config = CHECK.config("small")
     assert config.layers_per_block == 4 and len(config.lrs) >= 2 and config.sweep_seed == 0
+    assert config.steps == 800 and not config.ablation
     claim = CHECK.claim_for(config)
-    assert claim.headline == "beats_coupling"  # the added 8-layer arm never replaces the headline
-    assert {c.name for c in claim.criteria_at("small")} == SMALL_CRITERIA
-    # every earlier criterion keeps its threshold / comparison
-    by_name = {c.name: c for c in claim.criteria}
-    assert by_name["params_matched"].threshold == 0.10 and by_name["beats_coupling"].other_arm == "coupling"
-    assert by_name["l8_beats_coupling"].other_arm == "coupling"
-    assert by_name["l8_beats_coupling"].arm == "tarflow_l8"
+    assert claim.headline == "beats_coupling" and claim.references == ("uniform", "untrained")
+    assert {g.name for g in claim.gates_at("small")} == GATES
+    assert {c.name for c in claim.criteria_at("small")} == {"beats_coupling"}
+    head = claim.headline_criterion()
+    assert (head.arm, head.other_arm, head.op, head.paired) == ("tarflow", "coupling", "<", True)
+    assert head.smallest_effect == 0.02 and head.effect_source
+    by_name = {g.name: g for g in claim.gates}
+    assert by_name["params_matched"].threshold == 0.10
+    assert by_name["coupling_not_overfit"].threshold == 0.01
 
 
-@pytest.mark.parametrize("scale", ["tiny", "small", "full"])
-def test_the_8_layer_arm_is_the_paper_depth_at_matched_size(scale: str) -> None:
-    """tarflow_l8: tarflow's patch, blocks and alternation, 8 layers per block, size within 10% of
-    tarflow's, and the coupling flow (matched to tarflow) within 10% of it too."""
-    from icml25.generative.tarflow.check import CHECK, _coupling_config
+def test_check_follows_the_verdict_protocol() -> None:
+    import importlib.util
+    from pathlib import Path
 
-    config = CHECK.config(scale)
-    base, l8 = config.tarflow(), config.tarflow_l8()
-    assert l8.layers_per_block == 8 and base.layers_per_block < 8
-    assert (l8.patch_size, l8.num_blocks, l8.alternate) == (base.patch_size, base.num_blocks, True)
-    assert l8.channels // l8.head_dim >= 2  # multi-head attention, as the base arm
-    with torch.device("meta"):
-        n_tf = count_parameters(TarFlow(base))
-        n_l8 = count_parameters(TarFlow(l8))
-        n_cp = count_parameters(CouplingFlow(_coupling_config(config)))
-    assert abs(n_l8 - n_tf) <= 0.1 * n_tf
-    assert abs(n_cp - n_l8) <= 0.1 * n_l8
+    spec = importlib.util.spec_from_file_location(
+        "_contract", Path(__file__).resolve().parents[1] / "test_contract.py"
+    )
+    assert spec is not None and spec.loader is not None
+    contract = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(contract)
+    paper = next(p for p in contract.IMPLEMENTED if p.slug == "tarflow")
+    assert contract._protocol_gaps(paper) == []
 
 
-def test_tiny_run_reuses_the_sweep_for_the_sweep_seed_and_records_the_choice() -> None:
-    from icml25.generative.tarflow.check import ARMS, CHECK
+def test_tiny_run_reuses_the_sweep_pairs_items_and_measures_the_references() -> None:
+    from icml25.generative.tarflow.check import CHECK, check_data
 
     config = CHECK.config("tiny")
     result = CHECK.run("tiny", seeds=[0], overrides={"conditional": False})
     sweep = result.series["0"]["sweep"]
-    for arm in ARMS:
+    for arm in config.arms:
+        kind = arm.removesuffix("_few")
         lr = result.metrics[arm]["lr"].mean
         assert lr in config.lrs
-        # the chosen rate is the one with the lowest validation bits/dim of the sweep, and seed 0's
-        # reported best validation is that sweep run's
-        vals = {float(k): v for k, v in sweep[arm].items()}
-        assert vals[lr] == min(vals.values())
-        assert result.metrics[arm]["best_val_bpd"].mean == pytest.approx(vals[lr])
+        vals = {float(k): v for k, v in sweep[kind].items()}
+        assert vals[lr] == min(vals.values())  # the lowest validation bits/dim of the sweep
+        if not arm.endswith("_few"):  # seed 0 of an all-data arm is its sweep run
+            assert result.metrics[arm]["best_val_bpd"].mean == pytest.approx(vals[lr])
+    data = check_data(config)
+    assert result.metrics["tarflow"]["n_train_images"].mean == len(data.x_train) == 9 * 64
+    assert result.metrics["tarflow_few"]["n_train_images"].mean == 128
+    assert result.metrics["uniform"]["test_bpd"].mean == pytest.approx(math.log2(17))
+    # the identity flow under a standard normal prior is worse than the uniform floor on [-1, 1]
+    assert result.metrics["untrained"]["test_bpd"].mean > math.log2(17)
+    tf = result.metrics["tarflow"]
+    assert tf["lead_shrink"].mean == pytest.approx(tf["lead_few"].mean - tf["lead_large"].mean)
     assert result.metrics["coupling"]["param_gap"].mean <= 0.1
-    assert result.metrics["tarflow_l8"]["param_gap"].mean <= 0.1
-    assert result.metrics["coupling"]["param_gap_l8"].mean <= 0.1
-    assert "val_gain_last_quarter" in result.metrics["tarflow_l8"]
+    assert {"val_rise", "val_margin", "val_gain_last_quarter"} <= set(tf)
 
 
 def test_save_pretrained_round_trip_in_the_diffusers_layout(tmp_path) -> None:

@@ -41,7 +41,7 @@ from .coupling import (
     squeeze,
     unsqueeze,
 )
-from .data import DIGITS_LEVELS, DigitsDataset, load_digits_dataset
+from .data import DIGITS_LEVELS, DigitsDataset, load_digits_dataset, shift_family
 from .denoise import bayes_classify, class_nll, denoise
 from .likelihood import (
     DensityModel,
@@ -81,6 +81,7 @@ __all__ = [
     "match_coupling_hidden",
     "noise_augment",
     "patchify",
+    "shift_family",
     "squeeze",
     "to_integer_images",
     "to_unit_range",

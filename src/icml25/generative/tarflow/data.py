@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["DigitsDataset", "load_digits_dataset", "DIGITS_LEVELS"]
+__all__ = ["DigitsDataset", "load_digits_dataset", "DIGITS_LEVELS", "shift_family"]
 
 DIGITS_LEVELS = 17
 
@@ -66,3 +66,28 @@ def load_digits_dataset(
         x_test=t(x_te)[:, None],
         y_test=t(y_te),
     )
+
+
+def shift_family(x_int: Tensor, max_shift: int = 1) -> Tensor:
+    """Every image translated by each (dy, dx) in [-max_shift, max_shift]^2, the vacated pixels set to 0.
+
+    The claim check's larger training set (a digits family translated by up to one pixel: 9 images per
+    digit). Returns (n * k, C, H, W) with k = (2 * max_shift + 1)^2, image-major: rows
+    ``i * k : (i + 1) * k`` are the k translates of image ``i`` (the unshifted one at ``k // 2``).
+    ``max_shift = 0`` returns the images unchanged.
+    """
+    if x_int.ndim != 4:
+        raise ValueError(f"shift_family: x_int must be (n, C, H, W), got {tuple(x_int.shape)}")
+    h, w = x_int.shape[-2:]
+    if not 0 <= max_shift < min(h, w):
+        raise ValueError(f"shift_family: max_shift must be in [0, {min(h, w) - 1}], got {max_shift}")
+    shifts = range(-max_shift, max_shift + 1)
+    out = []
+    for dy in shifts:
+        for dx in shifts:
+            moved = torch.zeros_like(x_int)
+            moved[..., max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)] = x_int[
+                ..., max(-dy, 0) : h + min(-dy, 0), max(-dx, 0) : w + min(-dx, 0)
+            ]
+            out.append(moved)
+    return torch.stack(out, dim=1).reshape(-1, *x_int.shape[1:])
