@@ -18,6 +18,7 @@ from icml25.agents.aaar import (
     WeaknessInstance,
     binary_prf,
     choice_accuracy,
+    experiment_prompt,
     itf_idf,
     load_records,
     make_benchmark,
@@ -36,7 +37,8 @@ from icml25.agents.aaar import (
     split_chunks,
     truncate_context,
 )
-from icml25.agents.aaar.check import CHECK
+from icml25.agents.aaar.check import CHECK, copies_example, modal_share, review, usable_list
+from icml25.agents.aaar.synth import GENERIC_WEAKNESSES, extractive_review, is_flaw_cue, lengthen
 from icml25.llm.chat import ScriptedChatModel
 
 WORDS = ["ablation", "baseline", "dataset", "seed", "variance", "notation", "scaling", "transfer", "gate"]
@@ -281,9 +283,107 @@ def test_tiny_check_runs_and_metric_sanity_holds(tmp_path: Path) -> None:
 
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     crit = {c.name: c for c in result.criteria}
-    assert crit["all_positive_f1_exact"].passed
+    assert crit["split_combine_raises_recall"].role == "headline"
+    assert all(crit[name].passed for name in crit), {n: c.outcome for n, c in crit.items()}
     assert result.metrics["generic"]["weak_itf_idf"].mean == pytest.approx(0.0)
     assert result.metrics["majority"]["eq_binary_f1"].mean == pytest.approx(0.4)
+
+
+def test_claim_follows_the_protocol() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.ours == "split_combine" and "oracle" in claim.controls
+    assert {"random", "majority", "generic", "other_paper", "oracle"} <= set(claim.references)
+    head = claim.headline_criterion()
+    assert head.name == "split_combine_raises_recall" and head.paired and head.other_arm == "no_split"
+    assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)
+    gates = {g.name: g for g in claim.gates_at("small")}
+    # the LLM's quality claims sit behind scoped gates; the control criteria decide the verdict
+    assert gates["llm_answers_vary"].guards == ("eq_near_chance",)
+    assert gates["llm_lists_usable"].guards == ("llm_beats_copy_input",)
+    assert gates["llm_weakness_lists_parse"].guards == ("llm_weakness_generic",)
+    assert not gates["papers_exceed_window"].guards and not gates["all_positive_f1_exact"].guards
+
+
+def test_a_constant_answer_model_is_not_judged_near_chance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first version passed ``eq_near_chance`` for a model that answers "A" to every question;
+    now the scoped gate ``llm_answers_vary`` sets that criterion aside, and the example-copying and
+    empty-list gates do the same for the other LLM criteria, while the controls decide."""
+    from icml25.core.results import ResultStore
+
+    def respond(messages, config, i):
+        text = messages[-1]["content"]
+        if text.endswith("Answer:"):
+            return "A"
+        if "Experiment List" in text:  # copies the worked example, as SmolLM2 did
+            return "1. Cross-label generalisation compared with earlier work.\n2. Ablate it."
+        return "I cannot review this."
+
+    from icml25.agents.aaar import check as check_module
+
+    monkeypatch.setattr(check_module, "_model", lambda spec: ScriptedChatModel(respond))
+    result = CHECK.run(
+        "small",
+        seeds=[0, 1, 2],
+        overrides={"n_papers": 8, "n_equation_papers": 8, "n_llm_papers": 4},
+        store=ResultStore(tmp_path),
+    )
+    crit = {c.name: c for c in result.criteria}
+    assert result.metrics["llm"]["eq_modal_share"].mean == pytest.approx(1.0)
+    assert crit["llm_answers_vary"].passed is False and crit["llm_lists_usable"].passed is False
+    assert crit["llm_weakness_lists_parse"].passed is False
+    assert result.metrics["llm"]["exp_example_copy_share"].mean == pytest.approx(1.0)
+    for name in ("eq_near_chance", "llm_beats_copy_input", "llm_weakness_generic"):
+        assert name in result.verdict.reason and "not judged" in result.verdict.reason
+    assert crit["papers_exceed_window"].passed and crit["split_combine_raises_recall"].passed
+    assert str(result.verdict) in ("reproduced", "inconclusive")
+
+
+def test_official_experiment_prompt_keeps_the_release_structure() -> None:
+    """The first version's prompt dropped the system role, the worked example and the opener."""
+    messages = experiment_prompt("one two three four", max_words=2)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    user = messages[1]["content"]
+    assert "Here is an example" in user and "1. Cross-label" in user and "2. Visualisation" in user
+    assert user.endswith("### Your Experiment List:\n```\n")
+    assert "one two" in user and "three" not in user
+    short = experiment_prompt("one two", style="short")
+    assert [m["role"] for m in short] == ["user"] and short[0]["content"].endswith("Experiments:")
+    with pytest.raises(ValueError, match="style"):
+        experiment_prompt("x", style="long")
+
+
+def test_gate_measures_modal_share_and_example_copies() -> None:
+    assert modal_share([0, 0, 0, 0]) == 1.0 and modal_share([0, 1, 2, 3]) == 0.25
+    assert modal_share([None, None, 1]) == pytest.approx(2 / 3)
+    copied = ["Cross-label generalisation compared with earlier work. Since ...", "Ablate the gate."]
+    assert copies_example(copied) and not usable_list(copied)
+    assert usable_list(["Ablate the gating unit on CIFAR-10."]) and not usable_list([])
+
+
+def test_lengthen_moves_cues_and_the_reviewer_finds_them() -> None:
+    import random
+
+    bench = make_benchmark(12, seed=5)
+    seen_late = False
+    for i, paper in enumerate(bench.papers):
+        long = lengthen(paper, 40, random.Random(i))
+        assert long.reviews == paper.weakness.reviews and long.paper_id == paper.weakness.paper_id
+        assert len(long.text.split()) > 2 * len(paper.weakness.text.split())
+        assert long.text.split()[:3] == paper.weakness.text.split()[:3]
+        cues = [c for c in extractive_review(long.text, generic_per_chunk=0)]
+        assert len(cues) == len(paper.flaws)  # every injected cue, nothing else
+        split_items, chunks = review(long.text, 200, split=True)
+        first_items, one = review(long.text, 200, split=False)
+        assert one == 1 and chunks == len(long.text.split()) // 200 + 1
+        assert len(split_items) == len(paper.flaws) + chunks  # one generic complaint per chunk
+        assert set(first_items) - set(GENERIC_WEAKNESSES) <= set(split_items)
+        seen_late |= len(first_items) - 1 < len(paper.flaws)
+    assert seen_late  # some cues lie beyond the first window
+    assert not any(is_flaw_cue(s) for s in ("Our code will be released.", "The appendix gives the proofs."))
+    with pytest.raises(ValueError, match="n_filler"):
+        lengthen(bench.papers[0], -1, random.Random(0))
 
 
 def test_full_preset_constructs_and_runs_one_step(tmp_path: Path) -> None:
@@ -291,12 +391,25 @@ def test_full_preset_constructs_and_runs_one_step(tmp_path: Path) -> None:
 
     full = CHECK.config("full")
     assert full.k_words == 1000 and full.window == 2000 and full.n_equation_papers == 1049
+    assert full.experiment_style == "official" and full.explain
     result = CHECK.run(
         "full",
         seeds=[0],
-        overrides={"model": "scripted", "n_equation_papers": 4, "n_papers": 3},
+        overrides={
+            "model": "scripted",
+            "n_equation_papers": 4,
+            "n_papers": 3,
+            "n_llm_papers": 3,
+            "filler_sentences": 20,
+            "window": 100,
+        },
         store=ResultStore(tmp_path),
     )
     assert 0 <= result.metrics["llm"]["eq_accuracy"].mean <= 1
+    assert "expl_s_match" in result.metrics["llm"]
     with pytest.raises(ValueError, match="tau"):
         CHECK.config("small", {"tau": 1.5})
+    with pytest.raises(ValueError, match="n_llm_papers"):
+        CHECK.config("small", {"n_llm_papers": 50})
+    with pytest.raises(ValueError, match="experiment_style"):
+        CHECK.config("small", {"experiment_style": "long"})

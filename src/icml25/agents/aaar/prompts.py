@@ -33,6 +33,7 @@ __all__ = [
     "split_chunks",
     "equation_binary_prompt",
     "equation_choice_prompt",
+    "EXPERIMENT_STYLES",
     "experiment_prompt",
     "explanation_prompt",
     "weakness_prompt",
@@ -109,14 +110,59 @@ def _words(text: str, max_words: int | None) -> str:
     return " ".join(text.split()[:max_words])
 
 
-def experiment_prompt(text: str, max_words: int | None = 2000) -> Messages:
-    """Ask for the experiments deleted from a paper, as a numbered list."""
-    return _user(
-        "Below is the beginning of a research paper whose experiment sections were deleted. "
-        "Recover the experiments the authors should run to support their claims. "
-        "Write them as a numbered list (1. ..., 2. ...), one experiment per line.\n\n"
-        f"Paper:\n{_words(text, max_words)}\n\nExperiments:"
-    )
+EXPERIMENT_SYSTEM = (
+    "You are an expert in machine learning. Your job is to help the user design experiments and "
+    "develop new ideas."
+)
+EXPERIMENT_EXAMPLE = (
+    "1. Cross-label generalisation compared with earlier work. The paper proposes a new way to discover "
+    "relation types, so it should be tested on widely used benchmarks such as FewRel.\n"
+    "2. Visualisation of the learned representations on the test set. The authors should project them "
+    "with a dimension-reduction method (for example t-SNE) on the common cross-label test set.\n"
+    "3. and so on ..."
+)
+#: ``"official"``: the structure of the release's ``Exp_eval`` template (a system role, a two-item
+#: worked example, and a reply opener that primes the list); ``"short"``: one user message with a
+#: one-line instruction (this package's first version, kept for comparison).
+EXPERIMENT_STYLES = ("official", "short")
+
+
+def experiment_prompt(text: str, max_words: int | None = 2000, style: str = "official") -> Messages:
+    """Ask for the experiments deleted from a paper, as a numbered list.
+
+    ``style="official"`` follows the release's template in our words: a system message, the task,
+    a two-item example list, the paper, "only the list", and an opener ``### Your Experiment
+    List:`` followed by a code fence. ``style="short"`` is a single short user message.
+    """
+    if style not in EXPERIMENT_STYLES:
+        raise ValueError(f"style must be one of {EXPERIMENT_STYLES}, got {style!r}")
+    paper = _words(text, max_words)
+    if style == "short":
+        return _user(
+            "Below is the beginning of a research paper whose experiment sections were deleted. "
+            "Recover the experiments the authors should run to support their claims. "
+            "Write them as a numbered list (1. ..., 2. ...), one experiment per line.\n\n"
+            f"Paper:\n{paper}\n\nExperiments:"
+        )
+    return [
+        {"role": "system", "content": EXPERIMENT_SYSTEM},
+        {
+            "role": "user",
+            "content": (
+                "You are given part of a machine-learning paper: the sections that introduce the research "
+                "(such as the abstract and introduction). Every section about experiments was deleted.\n\n"
+                "First read it carefully and work out what the authors want to propose or show and how "
+                "their work differs from earlier work.\n\n"
+                "Then imagine you are the authors: which experiments must you run to support the research? "
+                "That is, **recover the deleted experiments** as **a list of experiment ideas** that briefly "
+                "summarises the experiments the authors should run.\n\n"
+                f"Here is an example:\n```\n{EXPERIMENT_EXAMPLE}\n```\n\n"
+                f"Here is the paper (partial content):\n```\n{paper}\n```\n\n"
+                "Now give the list of experiments the authors have to run. Give only the list, with no "
+                "other words.\n\n### Your Experiment List:\n```\n"
+            ),
+        },
+    ]
 
 
 def explanation_prompt(text: str, experiment: str, max_words: int | None = 2000) -> Messages:
@@ -235,10 +281,12 @@ def predict_experiments(
     max_tokens: int = 200,
     temperature: float = 0.0,
     seed: int | None = None,
+    style: str = "official",
 ) -> list[list[str]]:
-    """Predicted experiment lists, one per paper."""
+    """Predicted experiment lists, one per paper (``style``: see :func:`experiment_prompt`)."""
     replies = model.generate(
-        [experiment_prompt(x.text, max_words) for x in instances], _config(max_tokens, temperature, seed)
+        [experiment_prompt(x.text, max_words, style) for x in instances],
+        _config(max_tokens, temperature, seed),
     )
     return [parse_numbered_list(r[0]) for r in replies]
 

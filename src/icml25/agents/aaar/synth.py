@@ -40,6 +40,9 @@ __all__ = [
     "GENERIC_WEAKNESSES",
     "copy_input",
     "paraphrase",
+    "lengthen",
+    "is_flaw_cue",
+    "extractive_review",
 ]
 
 METHODS = ["GateNet", "NormFlowX", "SparseMix", "ResAttn", "ScaleGrad", "DropPathX", "HyperLin", "CoRe"]
@@ -237,6 +240,30 @@ DISTRACTORS = [
 ]
 
 
+FILLER = [
+    "Earlier work on {topic} relied on hand-designed features and small models.",
+    "A second line of work studies how {base} behaves when the data grow.",
+    "Several surveys compare methods for {topic} under different budgets.",
+    "We follow common practice and report the standard metric for {topic}.",
+    "The {comp} has a long history in the design of neural networks.",
+    "Our implementation builds on a widely used open-source library.",
+    "Table 1 lists the notation used in the rest of the paper.",
+    "Figure 1 gives an overview of {m} and of its training loop.",
+    "The computational cost of {m} grows linearly with the input length.",
+    "We describe the training objective in the next paragraph.",
+    "Related methods differ mainly in how they treat the input.",
+    "This design keeps the number of parameters close to that of {base}.",
+    "The appendix gives the proofs of the statements in this section.",
+    "Data preprocessing follows the scripts released with {d1}.",
+    "We discuss the broader impact of this work in the conclusion.",
+    "Intuitively, {m} spends more computation on harder inputs.",
+]
+#: Sentences of the injected flaw cues, as the rule-based reviewer recognises them.
+_CUE_RULE = re.compile(
+    r"\b(?:only|do not compare|fixed|set as described in the appendix|single training run)\b", re.I
+)
+
+
 @dataclass(frozen=True)
 class SynthPaper:
     """One synthetic micro-paper with its three task instances."""
@@ -371,3 +398,54 @@ def paraphrase(paper: SynthPaper, task: str) -> list[str]:
     if task == "weakness":
         return [FLAWS[f][1][-1].format(**fields) for f in paper.flaws]
     raise ValueError(f"task must be 'experiment' or 'weakness', got {task!r}")
+
+
+def lengthen(paper: SynthPaper, n_filler: int, rng: random.Random) -> WeaknessInstance:
+    """The paper's PaperWeakness instance made longer, for the split-combine comparison.
+
+    ``n_filler`` filler sentences (related work, notation, implementation remarks: no flaw cues)
+    are added to the paper's own sentences, and every injected flaw cue is moved to a uniformly
+    random position of the result, so a reader of only the first part of a long paper misses the
+    cues that happen to lie later (the situation split-combine addresses: real papers are longer
+    than the model's window). The reviews are unchanged.
+    """
+    if n_filler < 0:
+        raise ValueError(f"n_filler must be non-negative, got {n_filler}")
+    fields = dict(paper.fields)
+    cues = [FLAWS[f][0].format(**fields) for f in paper.flaws]
+    body = [s for s in _split_sentences(paper.weakness.text) if s not in cues]
+    filler = [rng.choice(FILLER).format(**fields) for _ in range(n_filler)]
+    for sentence in filler:
+        body.insert(rng.randint(1, len(body)), sentence)  # the opening sentence stays first
+    for cue in cues:
+        body.insert(rng.randint(1, len(body)), cue)
+    return WeaknessInstance(
+        paper_id=paper.weakness.paper_id, text=" ".join(body), reviews=paper.weakness.reviews
+    )
+
+
+def _split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+
+
+def is_flaw_cue(sentence: str) -> bool:
+    """Whether the rule-based reviewer flags ``sentence`` as a weakness cue."""
+    return bool(_CUE_RULE.search(sentence))
+
+
+def extractive_review(chunk: str, generic_per_chunk: int = 1) -> list[str]:
+    """A rule-based reviewer of controlled quality (a control, not an LLM).
+
+    It lists every flaw-cue sentence of ``chunk`` (recognised by :func:`is_flaw_cue`) as a weakness,
+    worded as a complaint about the sentence, and adds ``generic_per_chunk`` generic complaints per
+    chunk, as a language model tends to do for any text it reads. Everything it names is in the
+    chunk it is shown: the only thing that differs between split-combine and no-split is the text
+    the reviewer sees.
+    """
+    if generic_per_chunk < 0:
+        raise ValueError(f"generic_per_chunk must be non-negative, got {generic_per_chunk}")
+    sentences = _split_sentences(chunk)
+    items = [f"This is a weakness: {s}" for s in sentences if is_flaw_cue(s)]
+    start = sum(len(s) for s in sentences) % len(GENERIC_WEAKNESSES)
+    items += [GENERIC_WEAKNESSES[(start + i) % len(GENERIC_WEAKNESSES)] for i in range(generic_per_chunk)]
+    return items
