@@ -22,7 +22,7 @@ estimate before factorising.
 CPU speed work (same maths, see ``solver``): Cholesky blocks without explicit inverses, merges
 copied straight into preallocated buffers with the Schur update fused into one batched gemm,
 solves in subdomain chunks with scatter-adds; ``bench`` compares against CHOLMOD, PARDISO, MUMPS and
-SuperLU in one process (``icml25 bench condensed_sparse_solver``).
+SuperLU in one process (``icml25 bench solver``); ``baselines`` adds cuDSS through torch on a GPU.
 
 Choices where the paper leaves room or where we depart from the official code (see the module
 docstrings): rings are ordered as clockwise walks and children are scattered into the merged

@@ -1,4 +1,4 @@
-"""Side-by-side speed benchmark: ``icml25 bench condensed_sparse_solver [--json]``.
+"""Side-by-side speed benchmark: ``icml25 bench solver [--json]`` (long name: ``condensed_sparse_solver``).
 
 Part of our implementation of *Schwarz–Schur Involution: Lightspeed Differentiable Sparse Linear
 Solvers* (Wang et al., ICML 2025, https://openreview.net/forum?id=RKbanvzycr). The paper times its
@@ -53,6 +53,8 @@ from .baselines import (
     BaselineRun,
     cholmod_available,
     cholmod_run,
+    cudss_available,
+    cudss_run,
     mumps_available,
     mumps_run,
     pardiso_available,
@@ -80,15 +82,20 @@ __all__ = [
     "available",
     "METHODS",
     "DIRECT",
+    "time_problems",
+    "batched_rounds",
+    "warm_up",
 ]
 
-METHODS = ("ours", "cholmod", "pardiso", "mumps", "superlu", "superlu_mmd", "spsolve", "pyamg_cg")
-DIRECT = ("cholmod", "pardiso", "mumps", "superlu", "superlu_mmd")  # the looped batched comparison
+METHODS = ("ours", "cholmod", "pardiso", "mumps", "superlu", "superlu_mmd", "spsolve", "pyamg_cg", "cudss")
+#: the methods looped over the systems in the batched comparison
+DIRECT = ("cholmod", "pardiso", "mumps", "superlu", "superlu_mmd", "cudss")
 _INSTALL = {
     "cholmod": "scikit-sparse (CHOLMOD; needs libsuitesparse-dev)",
     "pardiso": "pypardiso (MKL PARDISO)",
     "mumps": "python-mumps (needs libmumps-seq-dev)",
     "pyamg_cg": "pyamg",
+    "cudss": "a CUDA GPU with torch built with cuDSS (torch.sparse.spsolve)",
 }
 
 
@@ -99,6 +106,7 @@ def available(method: str) -> bool:
         "pardiso": pardiso_available,
         "mumps": mumps_available,
         "pyamg_cg": pyamg_available,
+        "cudss": cudss_available,
     }.get(method)
     return True if check is None else bool(check())
 
@@ -274,6 +282,8 @@ def _run_baseline(method: str, A: Any, b: np.ndarray, pyamg_max_rhs: int) -> Bas
         return pardiso_run(A, b)
     if method == "mumps":
         return mumps_run(A, b)
+    if method == "cudss":
+        return cudss_run(A, b)
     raise ValueError(f"unknown method {method!r}")
 
 
@@ -327,6 +337,133 @@ def batched_comparison(
                     _run_baseline(m, mats[i], bs[i], 1)
             times[m].append(time.perf_counter() - t0)
     return {m: statistics.median(v) for m, v in times.items()}
+
+
+def warm_up(methods: Sequence[str], *, device: str | torch.device = "cpu", n: int = 17) -> None:
+    """Run every method once on a small system (untimed): imports, BLAS pools and allocators are ready
+    before the first timed call."""
+    op = make_problem(n, seed=12345)
+    A = op.to_scipy()
+    b = np.ones((n * n, 2))
+    layout = PatchLayout.for_grid(n, n)
+    dev = torch.device(device)
+    for m in methods:
+        if m == "ours":
+            rhs = torch.as_tensor(b.reshape(1, n, n, 2)).to(dev)
+            _ours_once(op.alpha(layout).detach().to(dev), layout, rhs)
+        elif available(m):
+            _run_baseline(m, A, b, 1)
+
+
+def time_problems(
+    n: int,
+    count: int,
+    methods: Sequence[str],
+    *,
+    n_rhs: int,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    log: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """Per-problem timings for paired comparisons: ``count`` different Darcy problems on ``n x n``
+    (a fresh ``kappa = exp(GRF)`` and fresh right-hand sides each), every available method once per
+    problem, the order of the methods alternating between problems (reversed on odd ones).
+
+    Returns ``{method: {"total_s", "factor_s", "solve_s", "residual"[, "solve1_s"]: [one per problem]}}``
+    (the same problems in the same order for every method; ``solve1_s``, a one-column solve with the
+    stored factors, for ours only; ``residual`` is the largest relative residual over the columns).
+    Methods whose library does not import are left out.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 5:
+        raise ValueError(f"n must be an integer >= 5, got {n!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    say = log or (lambda s: None)
+    dev = torch.device(device)
+    todo = [m for m in methods if m == "ours" or available(m)]
+    keys = ("total_s", "factor_s", "solve_s", "residual")
+    out: dict[str, dict[str, list[float]]] = {m: {k: [] for k in keys} for m in todo}
+    if "ours" in out:
+        out["ours"]["solve1_s"] = []
+    layout = PatchLayout.for_grid(n, n)
+    for k in range(count):
+        say(f"n={n}: problem {k + 1}/{count}")
+        problem_seed = 7919 * int(seed) + 104729 * k + n  # a fresh operator per (seed, problem, size)
+        op = make_problem(n, seed=problem_seed)
+        A = op.to_scipy()
+        b = np.random.default_rng(problem_seed).standard_normal((n * n, n_rhs))
+        for m in _order(todo, k):
+            if m == "ours":
+                alpha = op.alpha(layout).detach().to(dev)
+                rhs = torch.as_tensor(b.reshape(1, n, n, n_rhs)).to(dev)
+                r = _ours_once(alpha, layout, rhs)
+                for key in keys:
+                    out[m][key].append(float(r[key]))
+                out[m]["solve1_s"].append(float(r["solve1_s"]))
+                del r, alpha, rhs
+            else:
+                run = _run_baseline(m, A, b, 1)
+                out[m]["total_s"].append(run.total_s)
+                out[m]["factor_s"].append(run.factor_s)
+                out[m]["solve_s"].append(run.solve_s)
+                out[m]["residual"].append(_residual(A, run.x.reshape(n * n, -1), b))
+    return out
+
+
+def batched_rounds(
+    n: int,
+    count: int,
+    methods: Sequence[str],
+    *,
+    rounds: int,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> dict[str, dict[str, list[float]]]:
+    """Per-round timings of the batched regime for paired comparisons: each round a fresh batch of
+    ``count`` different ``n^2`` Darcy systems (one right-hand side each), ours in one batched call (on
+    ``device``), every other available direct method looped over the systems on the CPU; the order
+    of the methods alternates between rounds.
+
+    Returns ``{method: {"seconds": [...], "residual": [...]}}``, one entry per round (the largest
+    relative residual over the batch).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 5:
+        raise ValueError(f"n must be an integer >= 5, got {n!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    dev = torch.device(device)
+    layout = PatchLayout.for_grid(n, n)
+    todo = [m for m in methods if m == "ours" or (m in DIRECT and available(m))]
+    out: dict[str, dict[str, list[float]]] = {m: {"seconds": [], "residual": []} for m in todo}
+    for k in range(rounds):
+        round_seed = 7919 * int(seed) + 104729 * k + 1
+        op = make_problem(n, seed=round_seed, batch=count)
+        alpha = op.alpha(layout).detach().to(dev)
+        rhs = torch.randn(
+            count, n, n, 1, generator=torch.Generator().manual_seed(round_seed), dtype=torch.float64
+        )
+        mats = [op.to_scipy(i) for i in range(count)]
+        bs = [rhs[i].reshape(-1, 1).numpy() for i in range(count)]
+        rhs_dev = rhs.to(dev)
+        for m in _order(todo, k):
+            _sync(dev)
+            t0 = time.perf_counter()
+            if m == "ours":
+                F = factorize(alpha, layout)
+                x = F.solve(rhs_dev)
+                _sync(dev)
+                sec = time.perf_counter() - t0
+                res = float(F.residual(x, rhs_dev).max())
+                del F, x
+            else:
+                xs = [_run_baseline(m, mats[i], bs[i], 1).x for i in range(count)]
+                sec = time.perf_counter() - t0
+                res = max(_residual(mats[i], xs[i].reshape(-1, 1), bs[i]) for i in range(count))
+            out[m]["seconds"].append(sec)
+            out[m]["residual"].append(res)
+    return out
 
 
 def run_benchmark(
@@ -465,7 +602,7 @@ def run_benchmark(
     if memory:
         for n in sizes if memory_sizes is None else [n for n in sizes if n in memory_sizes]:
             for m in timed:
-                if m in ("pyamg_cg", "spsolve"):
+                if m in ("pyamg_cg", "spsolve", "cudss"):
                     continue
                 say(f"peak memory n={n}: {m} (fresh process)")
                 mem[f"{m}_{n}"] = peak_memory(
@@ -791,10 +928,8 @@ def format_table(result: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The benchmark's options (``icml25 bench condensed_sparse_solver --help``)."""
-    parser = argparse.ArgumentParser(
-        prog="icml25 bench condensed_sparse_solver", description=__doc__.split("\n")[0]
-    )
+    """The benchmark's options (``icml25 bench solver --help``)."""
+    parser = argparse.ArgumentParser(prog="icml25 bench solver", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=[257, 513, 1025], help="grid sides n of the n x n systems"
     )

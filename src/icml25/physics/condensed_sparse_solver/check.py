@@ -4,45 +4,59 @@
 The paper: condensing grid operators into batched dense DtN merges gives an exact, differentiable
 direct solver far faster than SciPy (SuperLU) and cuDSS. The verdict rests on those claims only:
 exactness, gradients, and speed against the paper's SciPy baseline (SuperLU, ``splu`` with COLAMD),
-one factorisation and batched. The CPU sparse direct solvers a user would pick instead -- CHOLMOD
-(scikit-sparse), PARDISO (pypardiso, MKL), MUMPS (python-mumps) -- are measured in the same process
-on the same operators (``bench.run_benchmark``) and reported; our CPU targets against them (and the
-BLAS efficiency and 5x ratios) are the benchmark's goals (``bench.targets``, printed by
-``icml25 bench condensed_sparse_solver`` and listed in this check's notes), not judged criteria.
+one factorisation and batched. Our own CPU targets (against CHOLMOD, the merge phase's BLAS
+efficiency, the 5x ratios, peak memory) are the benchmark's goals, measured and printed by
+``icml25 bench solver`` (``bench.targets``), never judged here. CHOLMOD is timed beside ours in the
+check as a reported baseline (no criterion names it).
+
+Arms. ``ours``; ``superlu`` (the paper's SciPy baseline, judged); ``cholmod`` (reported); on a GPU
+``cudss`` (``torch.sparse.spsolve`` on CUDA where torch is built with cuDSS, the paper's GPU
+baseline). Reference (a positive control, never beaten): ``dense_lu``, LAPACK's dense LU on the
+same operators at ``dense_n``^2 unknowns, the exactness oracle: what round-off allows.
 
 * E1 exactness: float64 relative residual on P1 (5-point Poisson + 1e-2 I, Neumann), P1' (9-point,
   Dirichlet), P2 (Darcy, kappa = exp(GRF), Neumann + 1e-2 I) and P3 (8-neighbour image affinity
-  Laplacian + 1e-2 I) at every size of the preset, incl. a non-power-of-two (padded) grid; also the
-  relative difference from SuperLU's solution, and the float32 residual (reported, not judged).
+  Laplacian + 1e-2 I) at ``dense_n`` and every size of the preset, incl. a non-power-of-two
+  (padded) grid; relative difference from the dense oracle and from SuperLU; float32 residual
+  (reported).
 * E4 gradients: ``torch.autograd.gradcheck`` (float64) w.r.t. kappa and the right-hand side on a
   small grid, and dL/dkappa and dL/db against a SciPy adjoint (SuperLU on A^T) on a larger grid.
-* E2 speed: P2, factor + ``n_rhs`` solves and one-column solves with the stored factors, every
-  method once per round in alternating order, medians over rounds, the same thread count for every
-  library; per-level GFLOP/s against a same-shape batched matmul timed in the same run; peak memory
-  of factor + solve in a fresh process per solver.
-* E3 batching: ``batch_count`` different P2 systems of ``batch_n``^2 in one call vs each library looped.
+* E2 speed, paired per problem: at every speed size, ``speed_problems`` different P2 problems (a
+  fresh kappa and fresh ``n_rhs`` right-hand sides each), every method once per problem (factor +
+  ``n_rhs`` solves), alternating order, after an untimed warm-up; one item = one problem, its
+  score the log of the seconds, so the paired difference is the log time ratio ours / SuperLU
+  (two-stage cluster bootstrap: seeds, then problems). The residual of every timed solve is kept.
+* E3 batching, paired per round: ``speed_problems`` rounds, each a fresh batch of ``batch_count``
+  different ``batch_n``^2 P2 systems: ours in one call vs ``splu`` looped; item = round, score the
+  log seconds.
+
+Gates (point conditions under which the criteria can be judged; declared before any run):
+``oracle_round_off``: the dense oracle's residual <= 1e-10 on every operator (the 1e-10 exactness
+threshold is attainable on these operators); ``superlu_exact``: SuperLU solves every timed system
+to a residual <= 1e-10 (the speed comparison compares two exact solves). Ours' exactness on the
+timed systems is a criterion (``timed_exact``), not a gate: an inexact ours must read "not
+reproduced", never "inconclusive".
 
 Criteria (the paper's claims; declared before any run). Exactness and gradients: max residual
-<= 1e-10; adjoint gradient error <= 1e-8; gradcheck passes. Against SuperLU (the paper's SciPy
-baseline): at every speed size >= 257 (the largest if all are smaller) ours' factor + ``n_rhs``
-solves take less time than SuperLU's (headline: the largest such size); ``batch_count`` different
-small systems in one call take less time than looping ``splu`` (batching is the paper's regime:
-slower than looping splu there would contradict it). ``medium`` (ours on a CUDA GPU where one is
-present, ``device="auto"``): the paper's GPU speed-up, ours at least 10x faster than SuperLU at
-every judged size (headline: the largest). The paper reports 60-1000x against SciPy on an A6000
-(secondary summaries; 257^2 in ~36 ms against ~16.5 s); our SuperLU keeps its factors and solves
-all right-hand sides at once, so the ratio is smaller than the paper's, and 10x (an order of
-magnitude) is the smallest speed-up we would still call the paper's GPU claim. Without a GPU the
-medium preset runs on the CPU with the CPU criteria only (the device is in the notes and series).
+<= 1e-10 (suite and timed solves); adjoint gradient error <= 1e-8; gradcheck passes. Speed against
+SuperLU, paired log time ratios, superiority: at every speed size >= 257 (the largest if all are
+smaller) ours' factor + ``n_rhs`` solves take less time than SuperLU's (headline: the largest
+such size); ``batch_count`` different small systems in one call take less time than looping
+``splu``. Smallest effect: log(1.25), a 1.25x speed-up, our declared smallest speed-up worth
+switching solvers for (the paper's figures, 60-1000x, time ours on a GPU;
+on 2 CPU cores we expect a modest gain, not orders of magnitude); a criterion fails when its
+interval excludes any speed-up of 1.25x or more.
 
-Measured and reported, not judged (``bench.targets``, the benchmark's goals): against CHOLMOD at
-every speed size >= 513 (factor + ``n_rhs`` solves at least as fast; factorisation >= 0.8x;
-1-RHS solve within 1.5x; peak memory <= 1.5x; batched small systems at least as fast as CHOLMOD
-looped), batched >= 5x faster than looping splu, reuse ratio >= 5 at the speed size closest to 257,
-merge phase >= 0.5x a same-shape batched matmul's GFLOP/s. PARDISO and MUMPS are reported too.
-Missing libraries are listed in the notes and their metrics stay unmeasured. The sizes in criterion
-names follow the configuration (``claim_for``). Timings are wall-clock on a machine shared with
-other jobs: they are noisy, hence medians of alternating rounds and ratios within one run.
+``medium`` (ours on a CUDA GPU where one is present, ``device="auto"``): the paper's GPU speed-up
+replaces the CPU speed criteria: ``gpu_faster_than_superlu_<n>`` (paired log ratio, smallest
+effect log(10): an order of magnitude, the least of the paper's "orders of magnitude"; 60-1000x
+against SciPy on an A6000, secondary summaries: 257^2 in ~36 ms against ~16.5 s), the geometric-
+mean speed-up at the largest size >= 10x (``gpu_speedup_10x_<n>``), and where torch has cuDSS,
+``gpu_faster_than_cudss_<n>`` (smallest effect log(10); the paper reports 40-170x against cuDSS).
+Our SuperLU keeps its factors and solves all right-hand sides at once, so ratios run lower than
+the paper's. Without a GPU the medium preset runs the CPU criteria at the larger sizes (the
+device is in the notes and series). Timings are wall-clock on a machine shared with other jobs:
+hence alternating order, ratios within one run, and intervals over problems and seeds.
 """
 
 from __future__ import annotations
@@ -61,37 +75,53 @@ from icml25.core.claims import Claim, Criterion
 from icml25.core.validate import check_fields, check_in_range
 
 from .baselines import splu_run
-from .bench import METHODS, available, blas_report, matmul_gflops, run_benchmark
+from .bench import METHODS, available, batched_rounds, time_problems, warm_up
 from .layout import PatchLayout
 from .operators import GridLaplacian, darcy, gaussian_random_field, image_laplacian, poisson
 from .solver import factorize, sinv_solve
 
 PROBLEMS = ("poisson5_neumann", "poisson9_dirichlet", "darcy", "image9")
+#: the smallest speed-up of interest on the CPU (declared; see the module docstring)
+CPU_EFFECT = math.log(1.25)
+CPU_EFFECT_SOURCE = (
+    "declared: a 1.25x speed-up (log 1.25), the smallest worth switching solvers for; the paper's "
+    "60-1000x vs SciPy time ours on a GPU (on 2 CPU cores we expect a "
+    "modest gain, not orders of magnitude)"
+)
+#: the smallest speed-up of interest on a GPU: an order of magnitude
+GPU_EFFECT = math.log(10.0)
+GPU_EFFECT_SOURCE = (
+    "declared: 10x (log 10), an order of magnitude, the least of the paper's 'orders of magnitude' "
+    "(60-1000x vs SciPy, 40-170x vs cuDSS on an A6000)"
+)
 
 
 @dataclass(frozen=True)
 class CondensedSolverConfig:
     """Sizes and repeats of the check. ``full`` runs E1-E4 up to 513^2 (1025^2 would need more memory).
 
-    ``device``: where ours is timed (E2/E3): ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA where
+    ``dense_n``: the grid of the dense-LU exactness oracle (``dense_n^2`` unknowns, dense; at most 65).
+    ``speed_problems``: the paired items of the speed criteria: different problems per speed size
+    (and rounds of fresh batches in the batched comparison), each timed once per method.
+    ``methods``: the timed arms (``ours`` and ``superlu`` always; ``cholmod`` reported; ``cudss`` on
+    a GPU). ``device``: where ours is timed (E2/E3): ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA where
     ``torch.cuda.is_available()``, else the CPU); exactness and gradients run on the CPU in float64.
     ``require_cholmod``: refuse to run (``needs scikit-sparse``) without CHOLMOD; off by default,
-    since CHOLMOD is only a benchmark goal, not a judged baseline.
+    since CHOLMOD is only reported, not judged.
     """
 
     exact_sizes: tuple[int, ...] = (65, 100, 257, 513)
     problems: tuple[str, ...] = PROBLEMS
+    dense_n: int = 33
     speed_sizes: tuple[int, ...] = (257, 513)
     n_rhs: int = 64
-    repeats: int = 3
+    speed_problems: int = 4
     batch_n: int = 65
     batch_count: int = 16
     gradcheck_n: int = 9
     adjoint_n: int = 65
-    matmul_n: int = 1024
     superlu_ref_max_n: int = 257
-    methods: tuple[str, ...] = ("ours", "cholmod", "pardiso", "mumps", "superlu")
-    memory: bool = True
+    methods: tuple[str, ...] = ("ours", "superlu", "cholmod")
     require_cholmod: bool = False
     device: str = "cpu"
 
@@ -104,15 +134,16 @@ class CondensedSolverConfig:
                 raise ValueError(f"CondensedSolverConfig.{name} must be non-empty")
             for i, n in enumerate(getattr(self, name)):
                 check_in_range(f"CondensedSolverConfig.{name}[{i}]", n, 5)
-        check_fields(self, positive_int=("n_rhs", "repeats", "batch_count"))
+        check_fields(self, positive_int=("n_rhs", "speed_problems", "batch_count"))
         bad_m = [m for m in self.methods if m not in METHODS]
         if bad_m or "ours" not in self.methods or "superlu" not in self.methods:
             raise ValueError(
                 f"CondensedSolverConfig.methods must include 'ours' and 'superlu' and lie in {METHODS}, "
                 f"got {self.methods}"
             )
-        for name in ("batch_n", "gradcheck_n", "adjoint_n", "matmul_n"):
+        for name in ("batch_n", "gradcheck_n", "adjoint_n"):
             check_in_range(f"CondensedSolverConfig.{name}", getattr(self, name), 5)
+        check_in_range("CondensedSolverConfig.dense_n", self.dense_n, 5, 65)
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(f"CondensedSolverConfig.device must be cpu, cuda or auto, got {self.device!r}")
 
@@ -150,15 +181,20 @@ def build_problem(name: str, n: int, seed: int, dtype: torch.dtype = torch.float
 
 def _exactness(
     cfg: CondensedSolverConfig, seed: int, ctx: RunContext
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """E1 on every problem at ``dense_n`` and every exact size: ours' metrics, SuperLU's (sizes up to
+    ``superlu_ref_max_n``) and the dense oracle's (``dense_n``)."""
     rng = np.random.default_rng(seed)
     res64: dict[str, float] = {}
     err: dict[str, float] = {}
+    err_dense: dict[str, float] = {}
     res32: dict[str, float] = {}
     superlu_res: dict[str, float] = {}
-    total = len(cfg.exact_sizes) * len(cfg.problems)
+    dense_res: dict[str, float] = {}
+    sizes = sorted({cfg.dense_n, *cfg.exact_sizes})
+    total = len(sizes) * len(cfg.problems)
     k = 0
-    for n in cfg.exact_sizes:
+    for n in sizes:
         for name in cfg.problems:
             op = build_problem(name, n, seed)
             layout = PatchLayout.for_grid(n, n)
@@ -166,28 +202,39 @@ def _exactness(
             rhs = torch.as_tensor(b.reshape(1, n, n, 2))
             F = factorize(op.alpha(layout), layout)
             x = F.solve(rhs)
-            res64[f"{name}_{n}"] = float(F.residual(x, rhs).max())
-            if n <= cfg.superlu_ref_max_n:  # SuperLU's solution for the relative difference
+            key = f"{name}_{n}"
+            res64[key] = float(F.residual(x, rhs).max())
+            xs = x[0].reshape(n * n, 2).numpy()
+            if n <= cfg.superlu_ref_max_n or n == cfg.dense_n:
                 A = op.to_scipy()
+            if n == cfg.dense_n:  # the oracle: LAPACK's dense LU on the same operator
+                Ad = A.toarray()
+                xd = np.linalg.solve(Ad, b)
+                r = np.linalg.norm(Ad @ xd - b, axis=0) / np.linalg.norm(b, axis=0)
+                dense_res[key] = float(r.max())
+                err_dense[key] = float(np.linalg.norm(xs - xd) / np.linalg.norm(xd))
+            if n <= cfg.superlu_ref_max_n:  # SuperLU's solution for the relative difference
                 ref = splu_run(A, b)
-                xs = x[0].reshape(n * n, 2).numpy()
-                err[f"{name}_{n}"] = float(np.linalg.norm(xs - ref.x) / np.linalg.norm(ref.x))
+                err[key] = float(np.linalg.norm(xs - ref.x) / np.linalg.norm(ref.x))
                 r = np.linalg.norm(A @ ref.x - b, axis=0) / np.linalg.norm(b, axis=0)
-                superlu_res[f"{name}_{n}"] = float(r.max())
+                superlu_res[key] = float(r.max())
             if n <= 257:  # float32 residual, reported only
                 op32 = build_problem(name, n, seed, dtype=torch.float32)
                 F32 = factorize(op32.alpha(layout), layout)
                 r32 = rhs.float()
-                res32[f"{name}_{n}"] = float(F32.residual(F32.solve(r32), r32).max())
+                res32[key] = float(F32.residual(F32.solve(r32), r32).max())
             k += 1
             ctx.progress("exactness", k, total)
+    nan = float("nan")
     ours = {
         "max_residual_fp64": max(res64.values()),
-        "max_rel_diff_vs_superlu": max(err.values()) if err else float("nan"),
-        "max_residual_fp32": max(res32.values()) if res32 else float("nan"),
+        "max_rel_diff_vs_superlu": max(err.values()) if err else nan,
+        "max_rel_diff_vs_dense": max(err_dense.values()),
+        "max_residual_fp32": max(res32.values()) if res32 else nan,
     }
     ours.update({f"residual/{key}": v for key, v in res64.items()})
-    return ours, ({"max_residual_fp64": max(superlu_res.values())} if superlu_res else {})
+    superlu = {"max_residual_fp64": max(superlu_res.values())} if superlu_res else {}
+    return ours, superlu, {"max_residual_fp64": max(dense_res.values())}
 
 
 def _adjoint_reference(op: GridLaplacian, x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -235,75 +282,58 @@ def _gradients(cfg: CondensedSolverConfig, seed: int) -> dict[str, float]:
     return {"gradcheck_ok": float(bool(ok)), "grad_rel_err": float(max(err_k, err_b))}
 
 
-BASELINE_ARMS = ("cholmod", "pardiso", "mumps", "superlu")
-
-
 def _speed(
     cfg: CondensedSolverConfig, seed: int, ctx: RunContext
-) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str], list[dict[str, object]]]:
-    """E2/E3 with every direct solver in one process (``bench.run_benchmark``: alternating rounds,
-    medians, the same thread count for every library). Returns ours' metrics, each baseline arm's,
-    notes (device, missing libraries, BLAS per library, the benchmark's goals) and the goals."""
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, np.ndarray]], list[str]]:
+    """E2/E3, paired: every timed method on the same problems (``bench.time_problems``) and the same
+    batches (``bench.batched_rounds``), alternating order, the same thread count for every library.
+    Returns per-arm metrics, per-arm item scores (log seconds; one per problem or round) and notes."""
     device = resolve_device(cfg)
-    ours: dict[str, float] = {"matmul_gflops": matmul_gflops(cfg.matmul_n)}
-    arms: dict[str, dict[str, float]] = {m: {} for m in BASELINE_ARMS}
-    notes: list[str] = []
-    methods = [m for m in cfg.methods]
-    res = run_benchmark(
-        cfg.speed_sizes,
-        (1, cfg.n_rhs),
-        repeats=cfg.repeats,
-        methods=methods,
-        seed=seed,
-        batch=(cfg.batch_n, cfg.batch_count),
-        memory=cfg.memory,
-        memory_sizes=_cholmod_sizes(cfg),
-        batch_methods=("cholmod", "mumps", "superlu"),
-        levels=True,
-        log=lambda s: ctx.progress("speed: " + s, 0, 1),
-        device=device,
-    )
-    for m, why in res["missing"].items():
-        notes.append(f"{m} {why}")
-    notes.append(f"ours timed on {device} (config device={cfg.device}); baselines on the CPU")
-    for t in res["targets"]:  # the benchmark's goals: measured and printed, not judged
-        if t["value"] != t["value"]:
-            notes.append(f"goal (not judged): {t['target']}: not measured ({t['unit']})")
-        else:
-            state = "met" if t["met"] else "missed"
-            notes.append(
-                f"goal (not judged): {t['target']}: {t['value']:.2f} {t['unit']} "
-                f"(goal {t['threshold']:.2f}) {state}"
-            )
-    if cfg.memory:
-        notes.extend(f"BLAS of {m}: {d}" for m, d in blas_report().items())
-    rows = {(r["method"], r["n"], r["n_rhs"]): r for r in res["rows"]}
+    notes = [f"ours timed on {device} (config device={cfg.device}); baselines on the CPU"]
+    missing = [m for m in cfg.methods if not available(m)]
+    notes.extend(f"{m} not timed: its library does not import here (reported, not judged)" for m in missing)
+    notes.append("our CPU targets (vs CHOLMOD, BLAS efficiency, 5x ratios): `icml25 bench solver`")
+    methods = [m for m in cfg.methods if m not in missing]
+    metrics: dict[str, dict[str, float]] = {m: {} for m in methods}
+    items: dict[str, dict[str, np.ndarray]] = {m: {} for m in methods}
+    timed_res: dict[str, list[float]] = {m: [] for m in methods}
+    warm_up(methods, device=device)
     for n in cfg.speed_sizes:
+        per = time_problems(
+            n,
+            cfg.speed_problems,
+            methods,
+            n_rhs=cfg.n_rhs,
+            seed=seed,
+            device=device,
+            log=lambda s: ctx.progress("speed: " + s, 0, 1),
+        )
+        for m, rec in per.items():
+            d = metrics[m]
+            for key in ("total_s", "factor_s", "solve_s"):
+                d[f"{key}_{n}"] = float(np.median(rec[key]))
+            items[m][f"log_total_s_{n}"] = np.log(np.asarray(rec["total_s"]))
+            timed_res[m].extend(rec["residual"])
+            if m == "ours":
+                d[f"solve1_s_{n}"] = float(np.median(rec["solve1_s"]))
+                ratio = np.asarray(rec["factor_s"]) / np.asarray(rec["solve1_s"])
+                d[f"reuse_ratio_{n}"] = float(np.median(ratio))
         for m in methods:
-            r64, r1 = rows.get((m, n, cfg.n_rhs)), rows.get((m, n, 1))
-            if r64 is None or "total_s" not in r64 or r1 is None or "solve_s" not in r1:
-                continue  # missing library: its metrics stay unmeasured (criteria say so)
-            d = ours if m == "ours" else arms[m]
-            d[f"total_s_{n}"] = r64["total_s"]
-            d[f"factor_s_{n}"] = r64["factor_s"]
-            d[f"solve1_s_{n}"] = r1["solve_s"]
-            d[f"factor_mb_{n}"] = r64["factor_mb"]
-            mem = res["memory"].get(f"{m}_{n}")
-            if mem is not None and math.isfinite(mem.get("peak_mb", float("nan"))):
-                d[f"peak_mb_{n}"] = mem["peak_mb"]
-        o64 = rows[("ours", n, cfg.n_rhs)]
-        ours[f"reuse_ratio_{n}"] = o64["factor_s"] / o64["solve1_s"]
-        ours[f"merge_gflops_{n}"] = o64["merge_gflops"]
-        for m in BASELINE_ARMS:
-            if f"total_s_{n}" in arms[m]:
-                ours[f"speedup_vs_{m}_{n}"] = arms[m][f"total_s_{n}"] / ours[f"total_s_{n}"]
-    lv = res["levels"]
-    ours["merge_frac_of_matmul"] = lv["merge_ratio"] if lv else float("nan")
-    ours["merge_same_shape_gflops"] = lv["merge_ref_gflops"] if lv else float("nan")
-    for m, sec in res["batched"].items():
-        (ours if m == "ours" else arms[m])["batched_s"] = sec
+            if m != "ours":  # geometric-mean speed-up of ours over m on these problems
+                gap = items[m][f"log_total_s_{n}"] - items["ours"][f"log_total_s_{n}"]
+                metrics["ours"][f"speedup_vs_{m}_{n}"] = float(np.exp(gap.mean()))
+    ctx.progress(f"speed: batched {cfg.batch_count} x {cfg.batch_n}^2", 0, 1)
+    bat = batched_rounds(
+        cfg.batch_n, cfg.batch_count, methods, rounds=cfg.speed_problems, seed=seed, device=device
+    )
+    for m, rec in bat.items():
+        metrics[m]["batched_s"] = float(np.median(rec["seconds"]))
+        items[m]["log_batched_s"] = np.log(np.asarray(rec["seconds"]))
+        timed_res[m].extend(rec["residual"])
+    for m in methods:
+        metrics[m]["timed_residual"] = max(timed_res[m])
     ctx.progress("speed", 1, 1)
-    return ours, {m: v for m, v in arms.items() if m in methods}, notes, res["targets"]
+    return metrics, items, notes
 
 
 def _judged_speed_sizes(cfg: CondensedSolverConfig) -> tuple[int, ...]:
@@ -313,44 +343,60 @@ def _judged_speed_sizes(cfg: CondensedSolverConfig) -> tuple[int, ...]:
     return large or (max(cfg.speed_sizes),)
 
 
-def _cholmod_sizes(cfg: CondensedSolverConfig) -> tuple[int, ...]:
-    """Speed sizes with a CHOLMOD criterion: every one >= 513, or the largest one if all are smaller."""
-    large = tuple(n for n in cfg.speed_sizes if n >= 513)
-    return large or (max(cfg.speed_sizes),)
+def _paired(name: str, other: str, metric: str, gpu: bool, description: str) -> Criterion:
+    return Criterion(
+        name,
+        "ours",
+        metric,
+        "<",
+        other_arm=other,
+        smallest_effect=GPU_EFFECT if gpu else CPU_EFFECT,
+        effect_source=GPU_EFFECT_SOURCE if gpu else CPU_EFFECT_SOURCE,
+        description=description,
+    )
 
 
 def _criteria(cfg: CondensedSolverConfig) -> tuple[Criterion, ...]:
-    """The criteria for ``cfg``: speed and reuse criteria name the grid sizes the config times."""
+    """The criteria for ``cfg``: speed criteria name the grid sizes the config times, and on a CUDA
+    device the GPU speed-up replaces the CPU one."""
+    gpu = resolve_device(cfg) == "cuda"
+    judged = _judged_speed_sizes(cfg)
+    top = max(judged)
     speed = tuple(
-        Criterion(
-            f"faster_than_superlu_{n}",
-            "ours",
-            f"total_s_{n}",
-            "<",
-            other_arm="superlu",
-            description=(
-                f"{n}^2, {cfg.n_rhs} right-hand sides: our total time is below SuperLU's (median of repeats)"
+        _paired(
+            f"gpu_faster_than_superlu_{n}" if gpu else f"faster_than_superlu_{n}",
+            "superlu",
+            f"log_total_s_{n}",
+            gpu,
+            f"{n}^2, factor + {cfg.n_rhs} right-hand sides"
+            + (", ours on a CUDA GPU, SuperLU on the CPU" if gpu else "")
+            + f": ours faster than SuperLU (paired log time ratios, {cfg.speed_problems} problems x seeds)",
+        )
+        for n in judged
+    )
+    extra: tuple[Criterion, ...] = ()
+    if gpu:
+        extra = (
+            Criterion(
+                f"gpu_speedup_10x_{top}",
+                "ours",
+                f"speedup_vs_superlu_{top}",
+                ">=",
+                10.0,
+                reduce="min",
+                description=f"{top}^2: ours (CUDA) >= 10x faster than SuperLU (geometric mean, per seed)",
             ),
         )
-        for n in _judged_speed_sizes(cfg)
-    )
-    gpu: tuple[Criterion, ...] = ()
-    if resolve_device(cfg) == "cuda":
-        gpu = tuple(
-            Criterion(
-                f"gpu_speedup_vs_superlu_{n}",
-                "ours",
-                f"total_s_{n}",
-                "<=",
-                other_arm="superlu",
-                factor=0.1,
-                description=(
-                    f"{n}^2, {cfg.n_rhs} right-hand sides, ours on a CUDA GPU: at least 10x faster than "
-                    "SuperLU on the CPU (paper: 60-1000x vs SciPy on an A6000)"
+        if "cudss" in cfg.methods and available("cudss"):
+            extra += (
+                _paired(
+                    f"gpu_faster_than_cudss_{top}",
+                    "cudss",
+                    f"log_total_s_{top}",
+                    True,
+                    f"{top}^2, factor + {cfg.n_rhs} right-hand sides: ours faster than cuDSS on the same GPU",
                 ),
             )
-            for n in _judged_speed_sizes(cfg)
-        )
     return (
         Criterion(
             "exact_fp64",
@@ -360,6 +406,15 @@ def _criteria(cfg: CondensedSolverConfig) -> tuple[Criterion, ...]:
             1e-10,
             reduce="max",
             description="relative residual <= 1e-10 in float64 on every operator and size",
+        ),
+        Criterion(
+            "timed_exact",
+            "ours",
+            "timed_residual",
+            "<=",
+            1e-10,
+            reduce="max",
+            description="every timed solve of ours (problems and batches) has relative residual <= 1e-10",
         ),
         Criterion(
             "adjoint_gradient",
@@ -380,16 +435,14 @@ def _criteria(cfg: CondensedSolverConfig) -> tuple[Criterion, ...]:
             description="torch.autograd.gradcheck passes (float64)",
         ),
         *speed,
-        *gpu,
-        Criterion(
+        *extra,
+        _paired(
             "batched_vs_splu_loop",
-            "ours",
-            "batched_s",
-            "<",
-            other_arm="superlu",
-            description=(
-                f"{cfg.batch_count} different {cfg.batch_n}^2 systems in one call: faster than looping splu"
-            ),
+            "superlu",
+            "log_batched_s",
+            False,
+            f"{cfg.batch_count} different {cfg.batch_n}^2 systems in one call: faster than looping splu "
+            f"(paired log time ratio over {cfg.speed_problems} batches x seeds)",
         ),
         Criterion(
             "tiny_exact",
@@ -414,6 +467,31 @@ def _criteria(cfg: CondensedSolverConfig) -> tuple[Criterion, ...]:
     )
 
 
+GATES = (
+    Criterion(
+        "oracle_round_off",
+        "dense_lu",
+        "max_residual_fp64",
+        "<=",
+        1e-10,
+        reduce="max",
+        description=(
+            "the exactness oracle (dense LU on the same operators) reaches a residual <= 1e-10: "
+            "the exactness threshold is attainable on these operators"
+        ),
+    ),
+    Criterion(
+        "superlu_exact",
+        "superlu",
+        "timed_residual",
+        "<=",
+        1e-10,
+        reduce="max",
+        description="SuperLU solves every timed system to a residual <= 1e-10: two exact solves are compared",
+    ),
+)
+
+
 CLAIM_TEMPLATE = Claim(
     statement=(
         "Condensing grid Laplacians into batched dense Dirichlet-to-Neumann merges yields an exact, "
@@ -422,30 +500,31 @@ CLAIM_TEMPLATE = Claim(
     ),
     source="Abstract; Sec. 5 experiments (timings vs SciPy/cuDSS); official README demo",
     ours="ours",
-    baselines=("cholmod", "superlu", "pardiso", "mumps"),
+    baselines=("superlu", "cholmod", "cudss"),
+    references=("dense_lu",),
+    controls=("dense_lu",),
+    gates=GATES,
     criteria=_criteria(CondensedSolverConfig()),
     headline="faster_than_superlu_513",
     min_seeds=2,
     timed_metrics=(
         "batched_s",
+        "log_batched_s",
         "factor_s_*",
+        "solve_s_*",
         "solve1_s_*",
         "total_s_*",
+        "log_total_s_*",
         "reuse_ratio_*",
         "speedup_vs_*",
-        "matmul_gflops",
-        "merge_gflops_*",
-        "merge_frac_of_matmul",
-        "merge_same_shape_gflops",
-        "peak_mb_*",
     ),
     setup_notes=(
         "tiny/small/full on the CPU (the paper's 10^2-10^3x are GPU results vs cuDSS/SciPy; the medium "
-        "preset times ours on a CUDA GPU where one is present); float64; Darcy operator for timing; "
-        "CHOLMOD, PARDISO, MUMPS and SuperLU in the same process, alternating order, medians, the same "
-        "thread count for every library; peak memory in fresh processes; timings under load from other "
-        "jobs, ratios within one run. Our CPU targets (vs CHOLMOD, BLAS efficiency, 5x ratios) are the "
-        "benchmark's goals, listed in the notes, not judged."
+        "preset times ours on a CUDA GPU where one is present); float64; Darcy operators for timing, a "
+        "fresh operator per timed problem; ours, SuperLU and CHOLMOD (reported) in the same process, "
+        "alternating order, the same thread count for every library; paired log time ratios over "
+        "problems and seeds; timings under load from other jobs. Our CPU targets (vs CHOLMOD, BLAS "
+        "efficiency, 5x ratios, memory) are the benchmark's goals: `icml25 bench solver`."
     ),
 )
 
@@ -454,7 +533,7 @@ def _claim(cfg: CondensedSolverConfig) -> Claim:
     criteria = _criteria(cfg)
     top = max(_judged_speed_sizes(cfg))
     headline = (
-        f"gpu_speedup_vs_superlu_{top}" if resolve_device(cfg) == "cuda" else f"faster_than_superlu_{top}"
+        f"gpu_faster_than_superlu_{top}" if resolve_device(cfg) == "cuda" else f"faster_than_superlu_{top}"
     )
     return dataclasses.replace(CLAIM_TEMPLATE, criteria=criteria, headline=headline)
 
@@ -467,32 +546,29 @@ class CondensedSparseSolverCheck(ClaimCheck[CondensedSolverConfig]):
     presets = {
         "tiny": CondensedSolverConfig(
             exact_sizes=(20,),
+            dense_n=9,
             speed_sizes=(17,),
             n_rhs=2,
-            repeats=1,
+            speed_problems=2,
             batch_n=17,
             batch_count=2,
             gradcheck_n=6,
             adjoint_n=17,
-            matmul_n=256,
-            methods=("ours", "cholmod", "superlu"),
-            memory=False,
-            require_cholmod=False,
         ),
         "small": CondensedSolverConfig(),
-        # the paper's GPU speed-up: ours (torch's batched dense path) on CUDA where available
+        # the paper's GPU speed-up: ours (torch's batched dense path) on CUDA where available, against
+        # SuperLU on the CPU and cuDSS (torch.sparse.spsolve) on the same GPU where torch has it
         "medium": CondensedSolverConfig(
             speed_sizes=(257, 513, 1025),
             batch_n=257,
             batch_count=64,
-            methods=("ours", "cholmod", "superlu"),
-            memory=False,
+            methods=("ours", "superlu", "cholmod", "cudss"),
             device="auto",
         ),
         "full": CondensedSolverConfig(
             exact_sizes=(65, 100, 129, 257, 513),
             speed_sizes=(65, 129, 257, 513),
-            repeats=5,
+            speed_problems=5,
             batch_count=64,
             adjoint_n=129,
             superlu_ref_max_n=513,
@@ -514,23 +590,23 @@ class CondensedSparseSolverCheck(ClaimCheck[CondensedSolverConfig]):
         device = resolve_device(config)
         if device == "cuda" and not torch.cuda.is_available():
             raise NeedsResource("a CUDA GPU", "device='cuda' times ours on a GPU; use device='auto' or 'cpu'")
-        ours, base = _exactness(config, seed, ctx)
+        ours, superlu, dense = _exactness(config, seed, ctx)
         ours.update(_gradients(config, seed))
         ctx.progress("gradients", 1, 1)
-        s_ours, arms, notes, goals = _speed(config, seed, ctx)
-        ours.update(s_ours)
-        superlu = {**base, **arms.pop("superlu", {})}
-        metrics = {"ours": ours, "superlu": superlu, **arms}
+        timed, items, notes = _speed(config, seed, ctx)
+        ours.update(timed.pop("ours"))
+        superlu.update(timed.pop("superlu"))
+        metrics = {"ours": ours, "superlu": superlu, "dense_lu": dense, **timed}
         series = {
             "device": device,
-            "goals": [{k: (None if v != v else v) for k, v in g.items()} for g in goals],
             "speed_sizes": list(config.speed_sizes),
             **{
                 f"{m}_total": [metrics[m].get(f"total_s_{n}", float("nan")) for n in config.speed_sizes]
                 for m in metrics
+                if m != "dense_lu"
             },
         }
-        return SeedOutcome(metrics=metrics, series=series, notes=tuple(notes))
+        return SeedOutcome(metrics=metrics, series=series, notes=tuple(notes), items=items)
 
     def make_figures(
         self, config: CondensedSolverConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext
@@ -538,8 +614,15 @@ class CondensedSparseSolverCheck(ClaimCheck[CondensedSolverConfig]):
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        styles = {"ours": "o-", "cholmod": "s--", "pardiso": "^--", "mumps": "v--", "superlu": "x--"}
-        names = {"ours": "ours (Schwarz-Schur)", "superlu": "SuperLU (splu)"}
+        styles = {
+            "ours": "o-",
+            "cholmod": "s--",
+            "pardiso": "^--",
+            "mumps": "v--",
+            "superlu": "x--",
+            "cudss": "d--",
+        }
+        names = {"ours": "ours (Schwarz-Schur)", "superlu": "SuperLU (splu)", "cudss": "cuDSS (torch)"}
         for k, (m, st) in enumerate(styles.items()):
             for o in outcomes:
                 s = o.series
@@ -550,7 +633,7 @@ class CondensedSparseSolverCheck(ClaimCheck[CondensedSolverConfig]):
             if any(o.series.get(f"{m}_total") is not None for o in outcomes):
                 ax.plot([], [], st, color=f"C{k}", label=names.get(m, m.upper()))
         ax.set_xlabel("unknowns N")
-        ax.set_ylabel(f"factor + solve time, {config.n_rhs} rhs [s]")
+        ax.set_ylabel(f"factor + solve time, {config.n_rhs} rhs [s] (median)")
         ax.legend(fontsize=7)
         ctx.save_figure(fig, "speed", "Factor + solve wall time vs grid size (Darcy, float64), each seed")
 
