@@ -354,6 +354,23 @@ def test_official_experiment_prompt_keeps_the_release_structure() -> None:
         experiment_prompt("x", style="long")
 
 
+def test_temperature_setting_reaches_every_llm_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from icml25.agents.aaar import check as check_module
+    from icml25.core.results import ResultStore
+
+    seen: list[tuple[float, int | None]] = []
+
+    def respond(messages, config, i):
+        seen.append((config.temperature, config.seed))
+        return "1. Ablate the gating unit.\n2. Compare with a baseline." if i % 2 else "B"
+
+    monkeypatch.setattr(check_module, "_model", lambda spec: ScriptedChatModel(respond))
+    CHECK.run("tiny", seeds=[4], overrides={"temperature": 1.0}, store=ResultStore(tmp_path))
+    assert seen and set(seen) == {(1.0, 4)}
+    with pytest.raises(ValueError, match="temperature"):
+        CHECK.config("small", {"temperature": -1.0})
+
+
 def test_gate_measures_modal_share_and_example_copies() -> None:
     assert modal_share([0, 0, 0, 0]) == 1.0 and modal_share([0, 1, 2, 3]) == 0.25
     assert modal_share([None, None, 1]) == pytest.approx(2 / 3)

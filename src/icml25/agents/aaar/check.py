@@ -157,6 +157,8 @@ class AAARCheckConfig:
             (about 10 words each; 40 make a paper about three 200-word windows long).
         llm_window: the LLM's PaperWeakness window (on the paper without filler).
         experiment_style: ``"official"`` (the release's prompt structure) or ``"short"``.
+        temperature: sampling temperature of every LLM call (0: greedy, the default here; the
+            official scripts sample at 1.0 for closed models and 0.8 for open ones).
         explain: also ask the LLM for the explanations of the gold experiments (one call each).
         *_tokens: new tokens per reply.
         tau: ITF-IDF similarity threshold.
@@ -174,6 +176,7 @@ class AAARCheckConfig:
     filler_sentences: int = 40
     llm_window: int = 400
     experiment_style: str = "official"
+    temperature: float = 0.0
     explain: bool = False
     choice_tokens: int = 4
     experiment_tokens: int = 200
@@ -203,6 +206,7 @@ class AAARCheckConfig:
                 "weakness_tokens",
             ),
             positive=("chance_margin", "generic_factor"),
+            non_negative=("temperature",),
         )
         if self.n_papers < 2:
             raise ValueError(f"AAARCheckConfig.n_papers must be at least 2, got {self.n_papers}")
@@ -542,8 +546,9 @@ class AAARCheck(ClaimCheck[AAARCheckConfig]):
         # -- EquationInference -------------------------------------------------------------------
         ctx.progress("equations", 0, 1)
         gold = [e.answer for e in equations]
+        sampling: dict[str, Any] = {"temperature": config.temperature, "seed": seed}
         llm_choice = predict_equation_choice(
-            model, equations, k=config.k_words, max_tokens=config.choice_tokens
+            model, equations, k=config.k_words, max_tokens=config.choice_tokens, **sampling
         )
         metrics["llm"]["eq_accuracy"] = choice_accuracy(llm_choice, gold)
         metrics["llm"]["eq_unparsed"] = _mean([p is None for p in llm_choice])
@@ -578,6 +583,7 @@ class AAARCheck(ClaimCheck[AAARCheckConfig]):
             max_words=config.max_words,
             max_tokens=config.experiment_tokens,
             style=config.experiment_style,
+            **sampling,
         )
         ctx.progress("experiment design", 1, 2)
         predictions = {
@@ -601,7 +607,11 @@ class AAARCheck(ClaimCheck[AAARCheckConfig]):
         metrics["llm"]["exp_usable_share"] = _mean([usable_list(p) for p in llm_exp])
         if config.explain:
             llm_expl = explain_experiments(
-                model, exps[:n_llm], max_words=config.max_words, max_tokens=config.explanation_tokens
+                model,
+                exps[:n_llm],
+                max_words=config.max_words,
+                max_tokens=config.explanation_tokens,
+                **sampling,
             )
             explanations = {"llm": llm_expl, "copy_input": [list(x.experiments) for x in exps[:n_llm]]}
             for arm, preds in explanations.items():
@@ -618,7 +628,7 @@ class AAARCheck(ClaimCheck[AAARCheckConfig]):
         ctx.progress("weaknesses", 0, 1)
         weak = [p.weakness for p in papers]
         llm_replies: list[list[str]] = predict_weaknesses(
-            model, weak[:n_llm], window=config.llm_window, max_tokens=config.weakness_tokens
+            model, weak[:n_llm], window=config.llm_window, max_tokens=config.weakness_tokens, **sampling
         )
         ctx.progress("weaknesses", 1, 1)
         split = [review(w.text, config.window, split=True) for w in long_weak]
@@ -646,6 +656,7 @@ class AAARCheck(ClaimCheck[AAARCheckConfig]):
             items[arm]["sub_weak_itf_idf"] = itf_idf(preds, embed, tau=config.tau)["per_paper"]
         metrics["llm"]["weak_parse_share"] = _mean([bool(p) for p in llm_replies])
         metrics["llm"]["weak_items"] = _mean([len(p) for p in llm_replies])
+        metrics["llm"]["weak_distinct_share"] = _mean([len(set(p)) / len(p) for p in llm_replies if p])
 
         series: dict[str, Any] = {
             "llm_choice": llm_choice,
