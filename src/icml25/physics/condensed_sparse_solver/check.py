@@ -293,6 +293,8 @@ def _speed(
     missing = [m for m in cfg.methods if not available(m)]
     notes.extend(f"{m} not timed: its library does not import here (reported, not judged)" for m in missing)
     notes.append("our CPU targets (vs CHOLMOD, BLAS efficiency, 5x ratios): `icml25 bench solver`")
+    if "cudss" not in cfg.methods:
+        notes.append("cudss (the paper's GPU baseline) is timed by the medium preset on a GPU only")
     methods = [m for m in cfg.methods if m not in missing]
     metrics: dict[str, dict[str, float]] = {m: {} for m in methods}
     items: dict[str, dict[str, np.ndarray]] = {m: {} for m in methods}
