@@ -35,7 +35,14 @@ from .equivalence import (
     constraint_sets_equivalent,
     objectives_equivalent,
 )
-from .roles import Budget, BudgetExhausted, LLMRoles, rank_priors, scripted_control_model
+from .roles import (
+    Budget,
+    BudgetExhausted,
+    LLMRoles,
+    harmful_corruption,
+    rank_priors,
+    scripted_control_model,
+)
 from .search import AutoformulationMCTS, FlatSampler, Node, SearchResult, uct_score
 
 __all__ = [
@@ -57,6 +64,7 @@ __all__ = [
     "compile_formulation",
     "components_equivalent",
     "constraint_sets_equivalent",
+    "harmful_corruption",
     "is_correct",
     "linear_form",
     "load_problem_file",

@@ -37,6 +37,7 @@ __all__ = [
     "Budget",
     "BudgetExhausted",
     "LLMRoles",
+    "harmful_corruption",
     "rank_priors",
     "scripted_control_model",
 ]
@@ -82,23 +83,41 @@ class BudgetExhausted(Exception):  # noqa: N818 - reads as a condition
 class Budget:
     """Counts LLM requests and completions against ``limit`` completions (``None``: unlimited).
 
-    ``weight`` lets one completion count as several (a flat complete formulation fills all four
-    levels, so it counts as four field generations, as the paper's budget comparison does).
+    ``counted`` names the roles whose completions count against ``limit`` (``None``: every role).
+    The paper compares methods by the number of formulation generations (its "three orders of
+    magnitude fewer generations"; the brief's budget B), so :class:`~.search.FlatSampler` and
+    :class:`~.search.AutoformulationMCTS` are compared at ``counted=("formulate",)`` with ranking
+    and judge samples reported in ``total``. A flat complete formulation counts as four field
+    generations (``len(LEVELS)``), one per level, as in the paper's budget comparison.
     """
 
     limit: int | None = None
+    counted: tuple[str, ...] | None = None
     requests: int = 0
     completions: int = 0
+    total: int = 0
     by_role: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 0):
+            raise ValueError(f"limit must be a non-negative integer or None, got {self.limit!r}")
+        if isinstance(self.counted, str):
+            raise ValueError("counted must be a tuple of role names, not a string")
+
+    def counts(self, role: str) -> bool:
+        """Whether ``role``'s completions count against ``limit``."""
+        return self.counted is None or role in self.counted
 
     def remaining(self) -> float:
         return float("inf") if self.limit is None else self.limit - self.completions
 
     def charge(self, role: str, n: int) -> None:
-        if n > self.remaining():
+        if self.counts(role) and n > self.remaining():
             raise BudgetExhausted(role)
         self.requests += 1
-        self.completions += n
+        self.total += n
+        if self.counts(role):
+            self.completions += n
         self.by_role[role] = self.by_role.get(role, 0) + n
 
 
@@ -122,6 +141,7 @@ class LLMRoles:
     rank_tokens: int = 16
     judge_tokens: int = 6
     seed: int = 0
+    unparsed_rankings: int = 0
     _asked: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -209,7 +229,14 @@ class LLMRoles:
             f"{', '.join(str(i) for i in reversed(range(k)))}.\nOrder:"
         )
         replies = self._ask(user, n, self.rank_tokens)
-        return rank_priors([_parse_order(r, k) for r in replies], k)
+        # the official ``_get_children_reward`` skips a reply it cannot parse; with no parsed reply
+        # every child gets the uniform prior (the official code then favours the last-sampled child,
+        # an artefact of ``argsort`` on all-zero sums)
+        orders = [o for o in (_parse_order(r, k) for r in replies) if o is not None]
+        self.unparsed_rankings += len(replies) - len(orders)
+        if not orders:
+            return np.full(k, 0.5)
+        return rank_priors(orders, k)
 
     def judge(self, problem: str, form: Formulation, n: int, budget: Budget) -> float:
         """Mean 1-100 score of a complete formulation over ``n`` samples, divided by 100."""
@@ -222,12 +249,16 @@ class LLMRoles:
         return float(np.mean(scores)) / 100.0
 
 
-def _parse_order(reply: str, k: int) -> list[int]:
+def _parse_order(reply: str, k: int) -> list[int] | None:
+    """The candidate order a ranking reply names (unnamed candidates appended in sample order), or
+    ``None`` when it names no candidate: such a reply is skipped, as in the official code."""
     order = []
     for tok in re.findall(r"\d+", reply):
         i = int(tok)
         if i < k and i not in order:
             order.append(i)
+    if not order:
+        return None
     return order + [i for i in range(k) if i not in order]
 
 
@@ -261,10 +292,14 @@ def rank_priors(orders: Sequence[Sequence[int]], k: int) -> np.ndarray:
 def _corrupt(level: str, form: Formulation, rng: random.Random) -> Formulation:
     """One modelling error at ``level`` (the simulated proposer's corruption)."""
     if level == "variables":
-        flip = {"integer": "continuous", "continuous": "integer", "binary": "continuous"}
+        flip = {
+            "integer": ("continuous", "binary"),
+            "continuous": ("integer", "binary"),
+            "binary": ("continuous",),
+        }
         vs = list(form.variables or ())
         i = rng.randrange(len(vs))
-        vs[i] = (vs[i][0], flip[vs[i][1]])
+        vs[i] = (vs[i][0], rng.choice(flip[vs[i][1]]))
         return dataclasses.replace(form, variables=tuple(vs))
     if level == "objective":
         sense, expr = form.objective  # type: ignore[misc]
@@ -272,9 +307,10 @@ def _corrupt(level: str, form: Formulation, rng: random.Random) -> Formulation:
             return dataclasses.replace(form, objective=("min" if sense == "max" else "max", expr))
         return dataclasses.replace(form, objective=(sense, _perturb_number(expr, rng)))
     rows = list(getattr(form, level))
-    if not rows:
-        name = (form.variables or (("x", ""),))[0][0]
-        rows = [f"{name} <= 1"] if level == "inequalities" else [f"{name} == 1"]
+    if not rows:  # an invented constraint on a random variable
+        name = rng.choice(form.variables or (("x", ""),))[0]
+        value = rng.choice((0, 1, 2, 3))
+        rows = [f"{name} <= {value}"] if level == "inequalities" else [f"{name} == {value}"]
     elif len(rows) > 1 and rng.random() < 0.4:
         rows.pop(rng.randrange(len(rows)))
     else:
@@ -330,15 +366,45 @@ def _rewrite(level: str, form: Formulation, rng: random.Random) -> str:
     return "\n".join(out)
 
 
+def harmful_corruption(level: str, problem: ORProblem, rng: random.Random, tries: int = 20) -> Formulation:
+    """The reference formulation with one error at ``level`` that changes the answer: put into the
+    reference, it moves the optimal value outside the correctness tolerance or leaves no optimum.
+
+    A random corruption is often harmless (a flipped integrality on an integral LP optimum, a
+    perturbed slack constraint); drawing until it is harmful makes ``epsilon`` the per-step rate of
+    answer-changing errors. After ``tries`` harmless draws the last one is returned.
+    """
+    ref = problem.formulation
+    if ref is None:
+        raise ValueError("problem has no reference formulation")
+    bad = ref
+    for _ in range(tries):
+        bad = _corrupt(level, ref, rng)
+        try:
+            res = solve(compile_formulation(bad))
+        except ValueError:
+            return bad
+        if not res.optimal or not is_correct(res.value, problem.answer):
+            return bad
+    return bad
+
+
 def scripted_control_model(
-    problems: Sequence[ORProblem], *, epsilon: float = 0.35, judge_noise: float = 1.0, seed: int = 0
+    problems: Sequence[ORProblem],
+    *,
+    epsilon: float = 0.35,
+    judge_noise: float = 1.0,
+    seed: int = 0,
+    harmful_errors: bool = True,
 ) -> ScriptedChatModel:
     """A ``ScriptedChatModel`` that answers the roles' prompts from the reference formulations.
 
     Formulator: each sample is the reference component with probability ``1 - epsilon``, else a
-    corrupted one, then passed through equivalence-preserving rewrites (many samples then mean the
-    same but read differently). Ranker and judge: a candidate's quality (1 if its formulation so far
-    matches the reference, judged by the solver, else 0) plus Gaussian noise of sd ``judge_noise``.
+    corrupted one (with ``harmful_errors``, one that changes the answer: :func:`harmful_corruption`;
+    without, any random corruption, many of them harmless), then passed through
+    equivalence-preserving rewrites (many samples then mean the same but read differently).
+    Ranker and judge: a candidate's quality (1 if its formulation so far matches the reference,
+    judged by the solver, else 0) plus Gaussian noise of sd ``judge_noise``.
     A control arm that isolates the search; not a language model.
     """
     if not 0 <= epsilon <= 1:
@@ -350,10 +416,24 @@ def scripted_control_model(
         raise ValueError("problems must include synthetic problems with reference formulations")
     rng = random.Random(seed)
 
+    def corrupt(level: str, prob: ORProblem) -> Formulation:
+        assert prob.formulation is not None
+        if harmful_errors:
+            return harmful_corruption(level, prob, rng)
+        return _corrupt(level, prob.formulation, rng)
+
     def reference(text: str) -> ORProblem:
         return next(p for t, p in refs.items() if f"Problem: {t}\n" in text)
 
+    cache: dict[tuple[str, Formulation], float] = {}
+
     def quality(prob: ORProblem, form: Formulation) -> float:
+        key = (prob.uid, form)
+        if key not in cache:
+            cache[key] = _quality(prob, form)
+        return cache[key]
+
+    def _quality(prob: ORProblem, form: Formulation) -> float:
         ref = prob.formulation
         assert ref is not None
         try:
@@ -374,7 +454,7 @@ def scripted_control_model(
         if _MARK_FLAT in text:
             form = Formulation()
             for level in LEVELS:
-                src = ref if rng.random() >= epsilon else _corrupt(level, ref, rng)
+                src = ref if rng.random() >= epsilon else corrupt(level, prob)
                 form = form.with_component(level, parse_section(level, _rewrite(level, src, rng)))
             return form.to_text()
         if _MARK_RANK in text or _MARK_JUDGE in text:
@@ -403,10 +483,12 @@ def scripted_control_model(
         partial_text = text.split("Formulation so far:\n", 1)[1].split("\n\nWrite the ", 1)[0]
         partial = _parse_full(partial_text) or Formulation()
         level = LEVELS[partial.depth]
-        src = ref if rng.random() >= epsilon else _corrupt(level, ref, rng)
+        src = ref if rng.random() >= epsilon else corrupt(level, prob)
         return _rewrite(level, src, rng)
 
-    return ScriptedChatModel(respond, name=f"scripted-control(eps={epsilon},noise={judge_noise})")
+    return ScriptedChatModel(
+        respond, name=f"scripted-control(eps={epsilon},noise={judge_noise},harmful={harmful_errors})"
+    )
 
 
 def _same(level: str, form: Formulation, ref: Formulation) -> bool:

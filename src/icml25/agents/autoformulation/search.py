@@ -18,7 +18,8 @@ Evaluation: a complete formulation is solved with HiGHS; no optimum gives reward
 reward is the LLM judge's score (the official ``score`` global mode; the pairwise ``ranking`` mode
 with Bradley-Terry is not implemented). Rewards are back-propagated (``N += 1``, ``Q += r``).
 
-Budget: every role charges its completions to a :class:`~.roles.Budget`; the search runs
+Budget: every role charges its completions to a :class:`~.roles.Budget` (which roles count against
+its limit is the budget's choice: formulation generations only, as in the paper, or all); the search runs
 iterations (select, expand along the path, evaluate, back-propagate) until the budget cannot pay
 the next step. The answer is the solved leaf with the highest judge score.
 """
@@ -166,7 +167,7 @@ class AutoformulationMCTS:
         )
         idle = 0  # iterations in a row that spent nothing (the reachable tree is exhausted)
         while idle < self.max_idle:
-            spent = budget.completions
+            spent = budget.total
             path = [root]
             node = root
             try:
@@ -192,7 +193,7 @@ class AutoformulationMCTS:
                 visited.n += 1
                 visited.q += reward
             stats["iterations"] += 1
-            idle = idle + 1 if budget.completions == spent else 0
+            idle = idle + 1 if budget.total == spent else 0
         form, value = _select_answer(leaves)
         stats["leaves"] = float(len(leaves))
         stats["solved_leaves"] = float(sum(leaf.status == "optimal" for leaf in leaves))
@@ -225,7 +226,7 @@ class FlatSampler:
         stats = dict.fromkeys(
             ("invalid", "valid", "pruned", "textual_duplicates", "iterations", "dead_ends"), 0.0
         )
-        per_sample = len(LEVELS) + self.n_judge
+        per_sample = len(LEVELS) + (self.n_judge if budget.counts("judge") else 0)
         while budget.remaining() >= per_sample:
             n = int(min(self.batch, budget.remaining() // per_sample))
             try:
