@@ -36,6 +36,7 @@ from icml25.generative.thinkdiff import (
     icl_inputs,
     judge_accuracy,
     random_split_batch,
+    round_trip_ok,
     sample_prompts,
     train_aligner,
     train_tiny_t5,
@@ -88,6 +89,35 @@ def test_vocab_round_trip_and_captions(world: ToyWorld) -> None:
     assert world.partial_caption(None, None, 1) == "on white background"
     with pytest.raises(ValueError, match="not in the vocabulary"):
         world.vocab.encode("a purple blob")
+
+
+def test_random_order_captions_name_every_attribute_in_every_order() -> None:
+    """Issue 41: with one fixed template the state that emits a word needs to know only that word, so the
+    answer states carried no content. Random phrase order makes every first word possible."""
+    w = ToyWorld(8, shapes=("circle", "square"), colours=("red", "green"), backgrounds=("black", "white"),
+                 sizes=("large",), caption_order="random")  # fmt: skip
+    attrs = torch.tensor([[1, 0, 1]]).expand(300, 3)
+    ids = w.caption_ids(attrs, torch.Generator().manual_seed(0))
+    assert ids.shape == (300, w.caption_length) == (300, 4)
+    texts = {w.vocab.decode(r) for r in ids.tolist()}
+    assert texts == {"red square white background", "red white background square",
+                     "square red white background", "square white background red",
+                     "white background red square", "white background square red"}  # fmt: skip
+    assert all(w.parse(t) == (1, 0, 1) for t in texts)
+    again = w.caption_ids(attrs, torch.Generator().manual_seed(0))
+    assert torch.equal(ids, again)  # the generator decides the orders
+    assert w.partial_caption(0, None, 1, order=(2, 1, 0)) == "white background circle"
+    assert w.partial_caption(None, 1, None) == "green"
+    with pytest.raises(ValueError, match="caption_order"):
+        ToyWorld(8, caption_order="shuffled")
+
+
+def test_random_order_answers_include_eos(world: ToyWorld) -> None:
+    w = ToyWorld(8, shapes=world.shapes, colours=world.colours, backgrounds=world.backgrounds,
+                 sizes=("large",), caption_order="random")  # fmt: skip
+    a = answer_ids(w, torch.tensor([[0, 1, 2], [1, 2, 0]]), torch.Generator().manual_seed(3))
+    assert a.shape == (2, 5) and (a[:, -1] == w.vocab.eos).all()
+    assert answer_ids(world, torch.tensor([[0, 1, 2]])).shape == (1, 7)  # fixed order: 6 words + eos
 
 
 def test_render_table_matches_shape_world(world: ToyWorld) -> None:
@@ -232,6 +262,26 @@ def test_vlm_generation_features_follow_the_transformers_convention(world: ToyWo
         vlm.generate(VLMInputs(inp.ids[:, :-3], inp.images))
     with pytest.raises(TypeError, match="integer"):
         vlm.generate(VLMInputs(inp.ids.float(), inp.images))
+
+
+def test_vlm_sampling_at_temperature(world: ToyWorld) -> None:
+    """The alignment answers are sampled (official: temperature 0.6, top_p 0.9), not greedy."""
+    vlm = _vlm(world)
+    with torch.no_grad():  # a flat head: every word equally likely, so sampling must vary the answers
+        vlm.head.weight.zero_()
+    attrs = torch.tensor([[0, 1, 2]]).expand(64, 3)
+    inp = caption_inputs(world, attrs, torch.zeros(64, dtype=torch.long), vlm.config.patches)
+    greedy = vlm.generate(inp, max_new_tokens=3)
+    assert len({tuple(t) for t in greedy.tokens}) == 1
+    a = vlm.generate(inp, max_new_tokens=3, temperature=0.6, generator=torch.Generator().manual_seed(0))
+    b = vlm.generate(inp, max_new_tokens=3, temperature=0.6, generator=torch.Generator().manual_seed(0))
+    assert a.tokens == b.tokens and len({tuple(t) for t in a.tokens}) > 10
+    assert all(world.vocab.img not in t for t in a.tokens)  # the placeholder stays forbidden
+    tight = vlm.generate(inp, max_new_tokens=3, temperature=0.6, top_p=1e-6,
+                         generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert len({tuple(t) for t in tight.tokens}) == 1  # a tiny nucleus keeps only the top token
+    with pytest.raises(ValueError, match="temperature"):
+        vlm.generate(inp, temperature=-1.0)
 
 
 def test_t5_loss_matches_manual_cross_entropy_and_ignores_padded_memory(world: ToyWorld) -> None:
@@ -418,6 +468,64 @@ def test_hf_t5_decoder_and_thinkdiff_on_real_classes(hf_models) -> None:  # type
 # ----------------------------------------------------------------------------------------------
 
 
+def test_round_trip_ranks_continuations_by_decoder_likelihood(world: ToyWorld) -> None:
+    """The gate's round trip: the decoder reads aligned z_1 and must prefer the right attribute values."""
+    w = world
+    v = w.vocab
+
+    class StubT5(torch.nn.Module):  # favours green/white after a positive memory, blue/black after a negative
+        bos_id = 1
+
+        def decoder_logits(self, memory, mask, dec_in):  # type: ignore[no-untyped-def]
+            logits = torch.zeros(*dec_in.shape, v.size)
+            pos = memory[:, 0, 0] > 0
+            for words, rows in ((("green", "white"), pos), (("blue", "black"), ~pos)):
+                for word in words:
+                    logits[rows, :, v.id(word)] = 5.0
+            return logits
+
+    modules = empty_world_modules(w, WorldTrainConfig(image_size=8, patch=4, t5_width=16, vlm_width=16))
+    modules.t5 = StubT5()  # type: ignore[assignment]
+
+    class Identity(torch.nn.Module):
+        def forward(self, z: torch.Tensor) -> torch.Tensor:
+            return z
+
+    feats = [torch.full((5, 16), 1.0), torch.full((5, 16), -1.0), torch.full((5, 16), -1.0)]
+    tokens = [v.encode("circle green white background") + [v.eos], v.encode("square blue black background"),
+              v.encode("square blue black background")]  # fmt: skip
+    target = torch.tensor([[0, 1, 1], [1, 0, 0], [1, 2, 0]])  # (shape, colour, bg)
+    ok = round_trip_ok(modules, Identity(), feats, tokens, target)  # type: ignore[arg-type]
+    assert ok.tolist() == [1.0, 0.0, 1.0]  # the second target is red, the decoder prefers blue
+
+
+def test_claim_follows_the_protocol_and_holds_out_images() -> None:
+    from icml25.generative.thinkdiff.check import _alignment_split
+
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references == ("untrained", "text_bridge") and claim.controls == ("text_bridge",)
+    assert {g.name for g in claim.gates_at("small")} >= {"aligner_round_trip", "bridge_reaches_answers"}
+    head = claim.headline_criterion()
+    assert head.name == "beats_recon" and head.other_arm == "recon" and head.smallest_effect == 0.10
+    assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)
+    cfg = CHECK.config("tiny")
+    assert (
+        CHECK.config("small").caption_order == "random" and CHECK.config("small").caption_temperature == 0.6
+    )
+    w = ToyWorld(8, shapes=cfg.shapes, colours=cfg.colours, backgrounds=cfg.backgrounds, sizes=cfg.sizes,
+                 caption_order="random")  # fmt: skip
+    torch.manual_seed(0)
+    modules = empty_world_modules(w, cfg.world).freeze()
+    with torch.no_grad():  # a flat head: answers are sampled among all words and rarely stop at once
+        modules.vlm.head.weight.zero_()
+    train, val = _alignment_split(modules, dataclasses.replace(cfg, captions_per_image=3), seed=0)
+    seen, held_out = {tuple(a) for a in train.attrs.tolist()}, {tuple(a) for a in val.attrs.tolist()}
+    assert seen.isdisjoint(held_out) and len(seen | held_out) == w.n_combos  # held-out combinations
+    assert len(held_out) == round(cfg.val_fraction * w.n_combos)
+    assert len(seen) < len(train) <= 3 * len(seen)  # several sampled answers per image
+    assert len({tuple(t) for t in train.gen_tokens}) > len(seen)  # ... and they differ
+
+
 def test_full_preset_constructs_and_trains_one_step() -> None:
     cfg = CHECK.config("full")
     world = ToyWorld(cfg.world.image_size)
@@ -444,7 +552,7 @@ def test_tiny_check_runs_end_to_end(tmp_path) -> None:  # type: ignore[no-untype
 
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     metrics = result.to_json()["metrics"]
-    assert set(metrics) >= {"thinkdiff", "recon", "input_token", "query_only", "text_bridge"}
-    for arm in ("thinkdiff", "recon", "input_token", "query_only", "text_bridge"):
+    assert set(metrics) >= {"thinkdiff", "recon", "input_token", "query_only", "untrained", "text_bridge"}
+    for arm in ("thinkdiff", "recon", "input_token", "query_only", "untrained", "text_bridge"):
         assert 0.0 <= metrics[arm]["acc"]["mean"] <= 1.0
     assert metrics["thinkdiff"]["norm_init_error"]["mean"] == 0.0

@@ -61,6 +61,7 @@ from .training import (
     icl_inputs,
     judge_accuracy,
     make_aligner,
+    round_trip_ok,
     texts_to_ids,
     train_aligner,
     train_flow_decoder,
@@ -69,10 +70,11 @@ from .training import (
     train_tiny_vlm,
     train_world,
 )
-from .world import TASKS, Prompt, ToyWorld, Vocab, cobsat_like_tasks, sample_prompts
+from .world import CAPTION_ORDERS, TASKS, Prompt, ToyWorld, Vocab, cobsat_like_tasks, sample_prompts
 
 __all__ = [
     "ARMS",
+    "CAPTION_ORDERS",
     "TASKS",
     "TRAINED_ARMS",
     "Aligner",
@@ -110,6 +112,7 @@ __all__ = [
     "make_aligner",
     "pad_features",
     "random_split_batch",
+    "round_trip_ok",
     "sample_prompts",
     "texts_to_ids",
     "train_aligner",

@@ -255,6 +255,18 @@ class Generation:
     eos_id: int | None = None
 
 
+def _nucleus_sample(
+    logits: Tensor, temperature: float, top_p: float, generator: torch.Generator | None
+) -> Tensor:
+    """One token per row from ``softmax(logits / temperature)`` restricted to its top-``top_p`` mass."""
+    probs = torch.softmax(logits / temperature, dim=-1)
+    sorted_p, order = probs.sort(dim=-1, descending=True)
+    keep = sorted_p.cumsum(-1) - sorted_p < top_p  # the smallest prefix reaching top_p (always >= 1 token)
+    sorted_p = sorted_p * keep
+    pick = torch.multinomial(sorted_p / sorted_p.sum(-1, keepdim=True), 1, generator=generator)
+    return order.gather(-1, pick)[:, 0]
+
+
 class TinyVLM(nn.Module):
     """Causal transformer over text tokens and linear patch tokens (the VLM role)."""
 
@@ -314,23 +326,42 @@ class TinyVLM(nn.Module):
         return self.head(self.hidden(inputs))
 
     @torch.no_grad()
-    def generate(self, inputs: VLMInputs, max_new_tokens: int = 10, decode=None) -> Generation:  # type: ignore[no-untyped-def]
-        """Greedy generation with the features of every generated token (up to and including ``<eos>``).
+    def generate(  # type: ignore[no-untyped-def]
+        self,
+        inputs: VLMInputs,
+        max_new_tokens: int = 10,
+        decode=None,
+        *,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> Generation:
+        """Generation with the features of every generated token (up to and including ``<eos>``).
 
         Args:
             inputs: the prompts.
             max_new_tokens: generation budget.
             decode: ``decode(ids) -> str`` for the texts (default: the ids joined by spaces).
+            temperature: 0 is greedy; above 0, nucleus sampling at this temperature (the official
+                feature extraction samples with vLLM at temperature 0.6, top_p 0.9).
+            top_p: nucleus mass kept when sampling.
+            generator: draws the sampled tokens.
         """
         self.check_inputs(inputs)
         check_positive("max_new_tokens", max_new_tokens, integer=True)
+        if not (temperature >= 0 and 0 < top_p <= 1):
+            raise ValueError(f"need temperature >= 0 and 0 < top_p <= 1, got {temperature} and {top_p}")
         ids, feats = inputs.ids, []
         new: list[Tensor] = []
         for _ in range(max_new_tokens):
             h = self.hidden(VLMInputs(ids, inputs.images))[:, -1]
             logits = self.head(h)
             logits[:, self.img_id] = float("-inf")  # an image placeholder is never a valid answer token
-            nxt = logits.argmax(-1)
+            nxt = (
+                logits.argmax(-1)
+                if temperature == 0
+                else _nucleus_sample(logits, temperature, top_p, generator)
+            )
             feats.append(h)
             new.append(nxt)
             ids = torch.cat([ids, nxt[:, None]], dim=1)

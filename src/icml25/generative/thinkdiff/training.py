@@ -15,8 +15,9 @@ Aligner arms (captioning data only; all read the same frozen modules):
     thinkdiff     generated-token features, random split, frozen T5 decoder CE (Sec. 3.2, Eq. 1)
     input_token   the VLM's input-token features (image + instruction), same decoder CE on the caption
     recon         input-token features -> decoder conditioning with the flow-matching loss (Fig. 2a)
-Reference arms without training: ``query_only`` (T5 encoder of the query text) and ``text_bridge``
-(T5 encoder of the VLM's generated text).
+Arms without training: the baseline ``query_only`` (T5 encoder of the query text) and the references
+``untrained`` (the thinkdiff path through a fresh aligner: a floor) and ``text_bridge`` (T5 encoder of
+the VLM's generated text: the ceiling a perfect aligner could reach).
 
 Everything here is in memory (no files); randomness comes from explicit generators.
 """
@@ -67,10 +68,11 @@ __all__ = [
     "make_aligner",
     "arm_prompt_embeds",
     "judge_accuracy",
+    "round_trip_ok",
     "texts_to_ids",
 ]
 
-ARMS: tuple[str, ...] = ("thinkdiff", "input_token", "recon", "query_only", "text_bridge")
+ARMS: tuple[str, ...] = ("thinkdiff", "input_token", "recon", "query_only", "untrained", "text_bridge")
 TRAINED_ARMS: tuple[str, ...] = ("thinkdiff", "input_token", "recon")
 ProgressFn = Callable[[str, int, int], None]
 
@@ -97,9 +99,9 @@ def icl_inputs(world: ToyWorld, prompt: Prompt, patches: int) -> VLMInputs:
     return VLMInputs(torch.cat(parts, dim=1), world.images(prompt.demo_attrs, prompt.sizes))
 
 
-def answer_ids(world: ToyWorld, attrs: Tensor) -> Tensor:
-    """``(b, 7)`` caption ids followed by ``<eos>``."""
-    ids = world.caption_ids(attrs)
+def answer_ids(world: ToyWorld, attrs: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """``(b, caption_length + 1)`` caption ids followed by ``<eos>`` (phrase orders from ``generator``)."""
+    ids = world.caption_ids(attrs, generator)
     return torch.cat([ids, torch.full((ids.shape[0], 1), world.vocab.eos)], dim=1)
 
 
@@ -242,7 +244,7 @@ def train_tiny_t5(
     def loss_fn(model: nn.Module, idx: Tensor, gen: torch.Generator) -> Tensor:
         assert isinstance(model, TinyT5)
         attrs, _ = _random_attrs(world, len(idx), gen)
-        full = answer_ids(world, attrs)  # (b, 7) with eos
+        full = answer_ids(world, attrs, gen)  # (b, caption_length + 1) with eos
         words = full[:, :-1]
         rec = model.loss(model.encode(words), words != 0, full)
         k = torch.randint(1, words.shape[1], (len(idx),), generator=gen)  # split after word k
@@ -279,11 +281,11 @@ def train_tiny_vlm(
         assert isinstance(model, TinyVLM)
         b = len(idx)
         attrs, sizes = _random_attrs(world, b, gen)
-        cap = answer_loss(model, caption_inputs(world, attrs, sizes, p), answer_ids(world, attrs))
+        cap = answer_loss(model, caption_inputs(world, attrs, sizes, p), answer_ids(world, attrs, gen))
         task = TASKS[int(torch.randint(len(TASKS), (1,), generator=gen))]
         shots = config.shots[int(torch.randint(len(config.shots), (1,), generator=gen))]
         prompt = sample_prompts(world, task, shots, b, gen)
-        icl = answer_loss(model, icl_inputs(world, prompt, p), answer_ids(world, prompt.target))
+        icl = answer_loss(model, icl_inputs(world, prompt, p), answer_ids(world, prompt.target, gen))
         return cap + icl
 
     hist = fit(vlm, loss_fn, config.vlm_steps * config.batch_size, config.fit_config(config.vlm_steps),
@@ -293,11 +295,12 @@ def train_tiny_vlm(
 
 def _partial_texts(world: ToyWorld, attrs: Tensor, p_drop: float, gen: torch.Generator) -> list[str]:
     keep = torch.rand(attrs.shape, generator=gen) >= p_drop
+    orders = torch.argsort(torch.rand(attrs.shape, generator=gen), dim=1).tolist()
     return [
         world.partial_caption(
-            int(a[0]) if k[0] else None, int(a[1]) if k[1] else None, int(a[2]) if k[2] else None
+            int(a[0]) if k[0] else None, int(a[1]) if k[1] else None, int(a[2]) if k[2] else None, order
         )
-        for a, k in zip(attrs.tolist(), keep.tolist(), strict=True)
+        for a, k, order in zip(attrs.tolist(), keep.tolist(), orders, strict=True)
     ]
 
 
@@ -401,15 +404,28 @@ class AlignmentData:
 
 
 @torch.no_grad()
-def alignment_data(modules: WorldModules, attrs: Tensor, sizes: Tensor, *, batch: int = 256) -> AlignmentData:
-    """Run the frozen VLM on captioning prompts of the given images (answers with >= 2 tokens kept)."""
+def alignment_data(
+    modules: WorldModules,
+    attrs: Tensor,
+    sizes: Tensor,
+    *,
+    batch: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> AlignmentData:
+    """Run the frozen VLM on captioning prompts of the given images (answers with >= 2 tokens kept).
+
+    ``temperature``/``top_p`` sample the answers (0: greedy); the official features come from answers
+    sampled at temperature 0.6, top_p 0.9. Repeat rows of ``attrs`` to draw several answers per image.
+    """
     w, vlm = modules.world, modules.vlm
     toks: list[list[int]] = []
     feats: list[Tensor] = []
     ins: list[Tensor] = []
     for i in range(0, attrs.shape[0], batch):
         inp = caption_inputs(w, attrs[i : i + batch], sizes[i : i + batch], vlm.config.patches)
-        g = vlm.generate(inp, max_new_tokens=10)
+        g = vlm.generate(inp, max_new_tokens=10, temperature=temperature, top_p=top_p, generator=generator)
         toks += g.tokens
         feats += g.features
         ins.append(vlm.hidden(inp))
@@ -494,14 +510,15 @@ def arm_prompt_embeds(
 ) -> tuple[Tensor, Tensor | None]:
     """The diffusion decoder's prompt embeddings for ``prompt`` under ``arm``.
 
-    ``generation`` (the VLM's greedy answers to the prompt) is shared by ``thinkdiff`` and
-    ``text_bridge``; it is computed when not given.
+    ``generation`` (the VLM's greedy answers to the prompt) is shared by ``thinkdiff``, ``untrained``
+    (the thinkdiff path through an aligner that was never trained: a floor) and ``text_bridge``; it is
+    computed when not given.
     """
     w, vlm, t5 = modules.world, modules.vlm, modules.t5
     inputs = icl_inputs(w, prompt, vlm.config.patches)
-    if arm in ("thinkdiff", "text_bridge") and generation is None:
+    if arm in ("thinkdiff", "untrained", "text_bridge") and generation is None:
         generation = vlm.generate(inputs, max_new_tokens=10, decode=w.vocab.decode)
-    if arm == "thinkdiff":
+    if arm in ("thinkdiff", "untrained"):
         if aligner is None or generation is None:
             raise ValueError("thinkdiff needs its aligner")
         feats = [f[:-1] if (len(t) > 1 and t[-1] == w.vocab.eos) else f
@@ -542,3 +559,45 @@ def judge_accuracy(judge: AttributeJudge, images: Tensor, prompt: Prompt) -> Ten
     g, lat = prompt.given, prompt.latent
     ok = (pred[:, g] == prompt.target[:, g]) & (pred[:, lat] == prompt.target[:, lat])
     return ok.float()
+
+
+@torch.no_grad()
+def round_trip_ok(
+    modules: WorldModules, aligner: Aligner, features: list[Tensor], tokens: list[list[int]], target: Tensor
+) -> Tensor:
+    """Per answer 1.0 when the frozen T5 decoder, reading the aligned *first* answer feature, prefers the
+    right continuation over every continuation that names other attribute values.
+
+    As in training with the split at s = 1: the kept prefix is ``z_1`` (the state that emitted the first
+    word) and the target is the rest of the answer. The candidates keep the rest's words and phrase order
+    and replace each attribute word in it by every value of that attribute, the values of ``target
+    (b, 3)`` giving the correct one; the answer passes when the correct candidate has the highest
+    likelihood under the decoder. Ranking (not greedy decoding) because ``z_1`` cannot know which word
+    was sampled first, so the phrase order of the rest is ambiguous even for a perfect aligner, while the
+    attribute values are not. Chance is one over the number of candidates. This measures whether the
+    aligner carries the answer's content into the T5 encoder space, independently of the image decoder.
+    """
+    w, v = modules.world, modules.world.vocab
+    values = [[v.id(x) for x in vals] for vals in (w.shapes, w.colours, w.backgrounds)]
+    kind = {i: k for k, ids in enumerate(values) for i in ids}
+    mem = aligner(torch.stack([f[:1] for f in features]))  # (b, 1, d)
+    ok = torch.zeros(len(tokens))
+    for i, toks in enumerate(tokens):
+        rest = [t for t in toks[1:] if t != v.eos] + [v.eos]
+        slots = [(j, kind[t]) for j, t in enumerate(rest) if t in kind]
+        right = [int(target[i, k]) for _, k in slots]
+        combos = torch.cartesian_prod(*[torch.arange(len(values[k])) for _, k in slots]) if slots else None
+        if combos is None:
+            continue
+        combos = combos.reshape(len(combos), -1)
+        cands = torch.tensor(rest).repeat(len(combos), 1)
+        for c, (j, k) in enumerate(slots):
+            cands[:, j] = torch.tensor(values[k])[combos[:, c]]
+        logits = modules.t5.decoder_logits(
+            mem[i : i + 1].expand(len(cands), -1, -1), None,
+            torch.cat([torch.full((len(cands), 1), modules.t5.bos_id), cands[:, :-1]], 1),
+        )  # fmt: skip
+        score = torch.log_softmax(logits, -1).gather(-1, cands[..., None])[..., 0].sum(1)
+        best = combos[int(score.argmax())].tolist()
+        ok[i] = float(best == right)
+    return ok

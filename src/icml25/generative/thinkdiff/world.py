@@ -34,6 +34,7 @@ from icml25.core.validate import check_positive
 
 __all__ = [
     "TASKS",
+    "CAPTION_ORDERS",
     "SPECIALS",
     "Vocab",
     "ToyWorld",
@@ -42,6 +43,7 @@ __all__ = [
     "sample_prompts",
 ]
 
+CAPTION_ORDERS: tuple[str, ...] = ("fixed", "random")
 TASKS: tuple[str, ...] = ("color_i", "color_ii", "background_i", "background_ii")
 SPECIALS: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<img>", "<sep>")
 _FILLER = ("a", "on", "background", "describe", "infer")
@@ -106,6 +108,10 @@ class ToyWorld:
         image_size: side of the rendered images.
         shapes, colours, backgrounds: attribute values (subsets of :mod:`icml25.data.shape_world`'s).
         sizes: object sizes used (a nuisance attribute: captions do not mention it).
+        caption_order: ``"fixed"``: every caption is ``"a {colour} {shape} on {bg} background"``;
+            ``"random"``: a caption names the three attributes as the phrases ``{colour}``, ``{shape}``
+            and ``{bg} background`` in an order drawn per caption (as varied VLM answers are), so the
+            state that emits a word must still carry every attribute not yet named.
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class ToyWorld:
         colours: Sequence[str] | None = None,
         backgrounds: Sequence[str] | None = None,
         sizes: Sequence[str] = ("small", "large"),
+        caption_order: str = "fixed",
     ) -> None:
         from icml25.data import shape_world as sw
 
@@ -125,6 +132,9 @@ class ToyWorld:
         self.colours = tuple(colours if colours is not None else sw.COLOURS)
         self.backgrounds = tuple(backgrounds if backgrounds is not None else sw.BACKGROUNDS)
         self.sizes = tuple(sizes)
+        if caption_order not in CAPTION_ORDERS:
+            raise ValueError(f"caption_order must be one of {CAPTION_ORDERS}, got {caption_order!r}")
+        self.caption_order = caption_order
         for name, vals, allowed in (
             ("shapes", self.shapes, sw.SHAPES),
             ("colours", self.colours, tuple(sw.COLOURS)),
@@ -166,26 +176,60 @@ class ToyWorld:
         """The canonical caption, as :func:`icml25.data.shape_world.describe` writes it."""
         return f"a {self.colours[colour]} {self.shapes[shape]} on {self.backgrounds[bg]} background"
 
-    def caption_ids(self, attrs: Tensor) -> Tensor:
-        """``(B, 6)`` word ids of the captions of ``attrs (B, 3)``."""
-        v = self.vocab
-        off_s, off_c = v.id(self.shapes[0]), v.id(self.colours[0])
-        off_b = v.id(self.backgrounds[0])
-        b = attrs.shape[0]
-        return torch.stack(
-            [
-                torch.full((b,), v.id("a")),
-                attrs[:, 1] + off_c,
-                attrs[:, 0] + off_s,
-                torch.full((b,), v.id("on")),
-                attrs[:, 2] + off_b,
-                torch.full((b,), v.id("background")),
-            ],
-            dim=1,
-        )
+    @property
+    def caption_length(self) -> int:
+        """Words per full caption (6 fixed, 4 random)."""
+        return 6 if self.caption_order == "fixed" else 4
 
-    def partial_caption(self, shape: int | None, colour: int | None, bg: int | None) -> str:
-        """A caption naming only the given attributes (``"a cross"``, ``"on teal background"``)."""
+    def _phrase_ids(self, attrs: Tensor) -> list[Tensor]:
+        """``[(B, 1) colour, (B, 1) shape, (B, 2) "{bg} background"]`` ids (the random-order phrases)."""
+        v = self.vocab
+        b = attrs.shape[0]
+        return [
+            (attrs[:, 1] + v.id(self.colours[0]))[:, None],
+            (attrs[:, 0] + v.id(self.shapes[0]))[:, None],
+            torch.stack([attrs[:, 2] + v.id(self.backgrounds[0]), torch.full((b,), v.id("background"))], 1),
+        ]
+
+    def caption_ids(self, attrs: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        """``(B, caption_length)`` word ids of the captions of ``attrs (B, 3)``.
+
+        With ``caption_order="random"`` every row draws its own phrase order from ``generator``.
+        """
+        v = self.vocab
+        b = attrs.shape[0]
+        if self.caption_order == "fixed":
+            return torch.stack(
+                [
+                    torch.full((b,), v.id("a")),
+                    attrs[:, 1] + v.id(self.colours[0]),
+                    attrs[:, 0] + v.id(self.shapes[0]),
+                    torch.full((b,), v.id("on")),
+                    attrs[:, 2] + v.id(self.backgrounds[0]),
+                    torch.full((b,), v.id("background")),
+                ],
+                dim=1,
+            )
+        phrases = self._phrase_ids(attrs)
+        orders = torch.argsort(torch.rand(b, 3, generator=generator), dim=1)
+        out = torch.empty(b, self.caption_length, dtype=torch.long)
+        for i, order in enumerate(orders.tolist()):
+            out[i] = torch.cat([phrases[j][i] for j in order])
+        return out
+
+    def partial_caption(
+        self, shape: int | None, colour: int | None, bg: int | None, order: Sequence[int] | None = None
+    ) -> str:
+        """A caption naming only the given attributes (``"a cross"``, ``"on teal background"``).
+
+        With ``caption_order="random"`` the named phrases follow ``order`` (a permutation of
+        0 colour, 1 shape, 2 background; default that order): ``"cross teal background"``.
+        """
+        if self.caption_order == "random":
+            words = {0: self.colours[colour] if colour is not None else None,
+                     1: self.shapes[shape] if shape is not None else None,
+                     2: f"{self.backgrounds[bg]} background" if bg is not None else None}  # fmt: skip
+            return " ".join(w for j in (order if order is not None else (0, 1, 2)) if (w := words[j]))
         head = " ".join(w for w in (self.colours[colour] if colour is not None else None,
                                     self.shapes[shape] if shape is not None else None) if w)  # fmt: skip
         parts = [f"a {head}"] if head else []
