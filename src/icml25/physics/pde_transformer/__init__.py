@@ -23,16 +23,29 @@ from __future__ import annotations
 from .data import MultiPDEData, make_multi_pde_data
 from .dit import DiTBaseline, DiTConfig, match_dit_width
 from .model import PRESETS, PDETransformer, PDETransformerConfig, PDETransformerSC
-from .training import TrainConfig, evaluate, nrmse, rollout, train_flops_per_sample, train_next_step
+from .training import (
+    CopyInput,
+    FittedDamping,
+    ResidualSurrogate,
+    TrainConfig,
+    evaluate,
+    nrmse,
+    rollout,
+    train_flops_per_sample,
+    train_next_step,
+)
 
 __all__ = [
     "PRESETS",
+    "CopyInput",
     "DiTBaseline",
     "DiTConfig",
+    "FittedDamping",
     "MultiPDEData",
     "PDETransformer",
     "PDETransformerConfig",
     "PDETransformerSC",
+    "ResidualSurrogate",
     "TrainConfig",
     "evaluate",
     "make_multi_pde_data",

@@ -78,6 +78,7 @@ def make_multi_pde_data(
     channels: int = 2,
     cache: bool = True,
     n_val: int = 0,
+    frame_stride: int = 1,
 ) -> MultiPDEData:
     """Simulate (or load from the cache) and normalise a multi-family data set.
 
@@ -85,22 +86,29 @@ def make_multi_pde_data(
     ``n_train`` are the train split, the next ``n_test`` the test split and the last ``n_val`` (if
     any; a separate simulation, ``seed=seed * 1000 + 500 + i``, so the train and test trajectories do
     not depend on ``n_val``) the validation split, normalised with the train statistics.
+
+    ``frame_stride`` keeps every ``frame_stride``-th simulated frame, so one stored step spans
+    ``frame_stride`` of the family's frame intervals (``(n_frames - 1) * frame_stride + 1`` frames are
+    simulated); 1 keeps the family's spacing.
     """
     if n_val < 0:
         raise ValueError(f"n_val must be >= 0, got {n_val}")
     if not families:
         raise ValueError("families must name at least one PDE family")
+    if frame_stride < 1:
+        raise ValueError(f"frame_stride must be >= 1, got {frame_stride}")
     if n_train < 1 or n_test < 1 or n_frames < 2:
         raise ValueError(f"need n_train, n_test >= 1 and n_frames >= 2, got {n_train}, {n_test}, {n_frames}")
     for name in families:
         if get_family(name).n_fields > channels:
             raise ValueError(f"{name} has {get_family(name).n_fields} fields, more than channels={channels}")
+    raw_frames = (n_frames - 1) * frame_stride + 1
     trains, tests, vals, means, stds, masks = [], [], [], [], [], []
     for i, name in enumerate(families):
         traj = simulate(
-            name, n_traj=n_train + n_test, n_frames=n_frames, res=res, seed=seed * 1000 + i, cache=cache
+            name, n_traj=n_train + n_test, n_frames=raw_frames, res=res, seed=seed * 1000 + i, cache=cache
         )
-        u = traj.u  # [N, T, c, H, W]
+        u = traj.u[:, ::frame_stride]  # [N, T, c, H, W]
         c = u.shape[2]
         mean = u[:n_train].mean(dim=(0, 1, 3, 4))
         std = u[:n_train].std(dim=(0, 1, 3, 4)).clamp_min(1e-6)
@@ -111,8 +119,8 @@ def make_multi_pde_data(
         tests.append(u[n_train:])
         if n_val:
             v = simulate(
-                name, n_traj=n_val, n_frames=n_frames, res=res, seed=seed * 1000 + 500 + i, cache=cache
-            ).u
+                name, n_traj=n_val, n_frames=raw_frames, res=res, seed=seed * 1000 + 500 + i, cache=cache
+            ).u[:, ::frame_stride]
             v = (v - mean[:, None, None]) / std[:, None, None]
             vals.append(torch.cat([v, torch.zeros(v.shape[0], v.shape[1], channels - c, res, res)], dim=2))
         means.append(torch.cat([mean, torch.zeros(channels - c)]))

@@ -35,9 +35,58 @@ __all__ = [
     "train_next_step",
     "evaluate",
     "train_flops_per_sample",
+    "ResidualSurrogate",
+    "CopyInput",
+    "FittedDamping",
 ]
 
 Surrogate = Callable[[Tensor, Tensor], Tensor]  # (x [B, C, H, W], labels [B]) -> next state
+
+
+class ResidualSurrogate(nn.Module):
+    """``x + net(x, labels)``: the network predicts the change of the state (our budget choice).
+
+    The reference code trains the network to output the next state itself (``residual=False`` in the
+    check's config); with a zero-initialised output head this wrapper starts at copying the input.
+    """
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: Tensor, labels: Tensor | None = None) -> Tensor:
+        return x + self.net(x, labels)
+
+
+class CopyInput(nn.Module):
+    """Reference: the next state is the current one (what a surrogate that learned nothing scores)."""
+
+    def forward(self, x: Tensor, labels: Tensor | None = None) -> Tensor:
+        return x.clone()
+
+
+class FittedDamping(nn.Module):
+    """Reference: ``a_f * x`` with one factor per family, least squares on the train pairs.
+
+    ``a_f = <x, y> / <x, x>`` over every (normalised) train pair of family ``f``: the best the model
+    class "scale the input" can do, a floor for a surrogate that learned no spatial structure.
+    """
+
+    factor: Tensor
+
+    def __init__(self, data: MultiPDEData) -> None:
+        super().__init__()
+        x, y = data.train[:, :, :-1], data.train[:, :, 1:]
+        dims = tuple(range(1, x.dim()))
+        num, den = (x * y).sum(dim=dims), (x * x).sum(dim=dims)
+        if bool((den == 0).any()):
+            raise ValueError("FittedDamping: a family's train inputs are all zero")
+        self.register_buffer("factor", num / den)
+
+    def forward(self, x: Tensor, labels: Tensor | None = None) -> Tensor:
+        if labels is None:
+            raise ValueError("FittedDamping needs the family labels")
+        return self.factor[labels].to(x.dtype)[:, None, None, None] * x
 
 
 def nrmse(pred: Tensor, target: Tensor, channel_mask: Tensor | None = None) -> Tensor:
@@ -159,6 +208,7 @@ def evaluate(
     rollout_steps: int = 10,
     batch_size: int = 32,
     with_rollout: bool = True,
+    items: bool = False,
 ) -> dict[str, Tensor]:
     """nRMSE on the test split, per family.
 
@@ -166,11 +216,15 @@ def evaluate(
     frame pair, and the mean error after k = 1..rollout_steps autoregressive steps over rollouts
     started at frames 0, rollout_steps, 2 * rollout_steps, ... (as many as the trajectories allow).
     ``with_rollout=False`` skips the rollouts (two thirds of the cost) and returns ``nrmse1`` only.
+    With ``items=True`` it also returns the per-item scores the paired criteria use:
+    ``"nrmse1_items"`` ``[F, N]`` (each test trajectory's mean one-step error) and
+    ``"rollout_items"`` ``[F, S * N]`` (the error after ``rollout_steps`` steps of each rollout, start
+    by start, trajectories in order).
     """
     Fm, N, T = data.test.shape[:3]
     if rollout_steps >= T:
         raise ValueError(f"test trajectories have {T} frames; a {rollout_steps}-step rollout needs more")
-    one, curves = [], []
+    one, curves, one_items, roll_items = [], [], [], []
     for f in range(Fm):
         traj = data.test[f]  # [N, T, C, H, W]
         cm = data.channel_mask[f]
@@ -181,6 +235,7 @@ def evaluate(
             pred = model(x[i : i + batch_size], lab)
             errs.append(nrmse(data.denormalize(pred, f), data.denormalize(y[i : i + batch_size], f), cm))
         one.append(torch.cat(errs).mean())
+        one_items.append(torch.cat(errs).reshape(N, T - 1).mean(dim=1))
         if not with_rollout:
             continue
         starts = list(range(0, T - rollout_steps, rollout_steps))
@@ -188,10 +243,17 @@ def evaluate(
         truth = torch.cat([traj[:, s + 1 : s + 1 + rollout_steps] for s in starts])
         lab = torch.full((len(x0),), f, dtype=torch.long)
         pred = rollout(model, x0, rollout_steps, lab, cm.expand(len(x0), -1))
-        curves.append(nrmse(data.denormalize(pred, f), data.denormalize(truth, f), cm).mean(dim=0))
-    if not with_rollout:
-        return {"nrmse1": torch.stack(one)}
-    return {"nrmse1": torch.stack(one), "curve": torch.stack(curves)}
+        per_rollout = nrmse(data.denormalize(pred, f), data.denormalize(truth, f), cm)  # [S * N, k]
+        curves.append(per_rollout.mean(dim=0))
+        roll_items.append(per_rollout[:, -1])
+    out = {"nrmse1": torch.stack(one)}
+    if with_rollout:
+        out["curve"] = torch.stack(curves)
+    if items:
+        out["nrmse1_items"] = torch.stack(one_items)
+        if with_rollout:
+            out["rollout_items"] = torch.stack(roll_items)
+    return out
 
 
 def train_flops_per_sample(model: nn.Module, in_channels: int, res: int) -> float:
