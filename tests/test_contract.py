@@ -77,7 +77,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
     {
         "aaar",
         "autoformulation",
-        "condensed_sparse_solver",
         "dycodeeval",
         "econ",
         "nice",
