@@ -42,12 +42,13 @@ Gates (declared before any small-scale number of this design was seen):
                             the aligned first answer feature, ranks the right attribute values of the rest of
                             the answer first among all values (chance ~1/25)
     query_only_at_chance    query-only latent-attribute accuracy - chance <= 0.15
-Criteria (paired intervals over seeds and prompts; smallest effect 10 accuracy points, half the brief's
-20-point expectation and about a third of the paper's 27-point 4-shot gap, 46.3% vs 19.2%):
+Criteria (paired intervals over seeds and prompts; smallest effect 10 accuracy points, half the
+20-point margin first planned for this check and about a third of the paper's 27-point 4-shot gap,
+46.3% vs 19.2%):
     beats_recon (headline)  thinkdiff acc > recon acc
     beats_input_token       thinkdiff acc > input_token acc
     beats_query_only        thinkdiff acc > query_only acc
-The brief's "within 15 points of the text bridge" is not a criterion (the bridge is a reference); the gap
+The planned "within 15 points of the text bridge" is not a criterion (the bridge is a reference); the gap
 is reported as ``gap_to_text_bridge``.
 
 The round trip was first defined by greedy decoding from ``z_1``; in a one-seed exploration (n_eval=25)
@@ -195,7 +196,7 @@ class ThinkDiffCheckConfig:
 
 
 EFFECT_SOURCE = (
-    "declared: 10 accuracy points, half the 20-point margin the brief expects and about a third of the "
+    "declared: 10 accuracy points, half the 20-point margin first planned here and about a third of the "
     "paper's 27-point 4-shot gap (46.3% vs 19.2%, Table 2)"
 )
 
