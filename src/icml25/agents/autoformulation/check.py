@@ -7,7 +7,7 @@ formulation generations, and both the priors and the pruning matter (ablations).
 
 Setup: generated NL4OPT-style LP/MILP word problems (six families, new numbers and wording per
 seed) with reference optima from HiGHS. Every arm gets the same budget of formulation generations
-per problem (the paper's and the brief's budget: one MCTS expansion of ``n_samples`` section
+per problem (the paper's budget: one MCTS expansion of ``n_samples`` section
 samples costs ``n_samples``, one flat complete formulation costs four, one per level; ranking and
 judge samples are reported, not charged; ``budget_counts="all"`` charges them too). Arms:
 
@@ -24,25 +24,28 @@ Two paths, both kept:
 * Mechanism test (decides the headline): every arm's ``accuracy`` comes from the scripted
   formulation model :func:`~.roles.scripted_control_model`, a labelled control, not an LLM: each
   section sample is the reference section with probability ``1 - epsilon`` (``epsilon = 0.35``, the
-  brief's default), else an error that changes the answer (:func:`~.roles.harmful_corruption`), then
+  planned default), else an error that changes the answer (:func:`~.roles.harmful_corruption`), then
   rewritten in an equivalent form; its ranker and judge see the truth through Gaussian noise of sd
-  ``1`` (the brief's sigma). Official search settings for every arm (8 samples per expansion, 3
+  ``1`` (the planned sigma). Official search settings for every arm (8 samples per expansion, 3
   children kept, 5 ranking samples, lambda 0.5, w 1); judge samples 3. Budget 96 generations, the
   lower end of the issue's 96-384 range (12 MCTS expansions, 24 flat formulations). No arm is tuned:
   all use the official defaults (an equal, zero tuning budget).
-* LLM path (``llm_*`` metrics, behind a scoped gate): the same arms with ``model`` (default the
-  embedded SmolLM2-135M-Instruct) as formulator, ranker and judge, on fewer problems and a smaller
-  budget (CPU time). Section replies may run to 48 new tokens and flat formulations to 160: the
-  longest reference section is 33 SmolLM2 tokens and the longest reference formulation 124
-  (transportation), so no family is cut off. When no arm solves any problem, the gate
-  ``llm_solves_some`` fails and only ``llm_beats_flat`` is set aside (``needs`` a stronger LLM).
+* LLM path (``llm_*`` metrics, behind a scoped gate): ``mcts`` and ``flat`` with ``model`` (default
+  the embedded SmolLM2-135M-Instruct) as formulator, ranker and judge, one problem per seed, 4
+  samples per expansion and 16 generations (one root-to-leaf path, four flat formulations): one
+  8-sample section request costs about 14 CPU seconds and a 4-sample flat request about 22, so
+  this is what fits the small budget. Section replies may run to 48 new tokens and flat
+  formulations to 160: the longest reference section is 33 SmolLM2 tokens and the longest
+  reference formulation 124 (transportation), so no family is cut off. When no arm solves any
+  problem, the gate ``llm_solves_some`` fails and only ``llm_beats_flat`` is set aside (``needs``
+  a stronger LLM); the verdict stays with the mechanism test.
 
 Criteria, declared before any small run of this design. Every arm-vs-arm criterion is a paired
 interval over problems and seeds (items = problems, the same problems in every arm) with smallest
 effect 0.05 accuracy (one problem in twenty): our choice, the paper gives no per-budget accuracy
-margins (brief Sec. 4). ``beats_flat`` (headline), ``pruning_helps``, ``priors_help``:
+margins. ``beats_flat`` (headline), ``pruning_helps``, ``priors_help``:
 ``mcts.accuracy`` above the other arm's. ``pruning_substantial``: pruning merges at least 30 % of
-the valid candidates (the brief's expectation). ``llm_beats_flat``: the same as the headline on the
+the valid candidates (the planned expectation). ``llm_beats_flat``: the same as the headline on the
 LLM path. Gates: ``oracle_solves`` (oracle accuracy >= 0.99: data, compiler and solver agree);
 ``search_has_headroom`` (single-sample accuracy <= 0.5, so search has something to find);
 ``llm_solves_some`` (scoped, see above).
@@ -88,6 +91,8 @@ class AutoformulationCheckConfig:
         model: the LLM of the ``llm_*`` path: ``"smollm2-135m-instruct"`` (embedded), an HF folder /
             GGUF, ``"openai:NAME"``, or ``"scripted"`` (the control model there too; smoke only).
         llm: run the LLM path at all.
+        llm_arms: the arms run on the LLM path (``mcts`` and ``flat``: the guarded criterion's).
+        llm_samples: formulator samples per expansion on the LLM path.
         n_problems: generated problems per seed on the LLM path (cycling over the six families).
         budget: formulation generations per problem and arm on the LLM path.
         n_rank, n_judge: ranking and judge samples on the LLM path (official 5 and 5).
@@ -111,8 +116,10 @@ class AutoformulationCheckConfig:
 
     model: str = "smollm2-135m-instruct"
     llm: bool = True
-    n_problems: int = 2
-    budget: int = 48
+    llm_arms: tuple[str, ...] = ("mcts", "flat")
+    llm_samples: int = 4
+    n_problems: int = 1
+    budget: int = 16
     n_rank: int = 1
     n_judge: int = 1
     control_problems: int = 12
@@ -143,6 +150,7 @@ class AutoformulationCheckConfig:
                 "budget",
                 "control_budget",
                 "n_samples",
+                "llm_samples",
                 "n_top",
                 "n_rank",
                 "n_judge",
@@ -160,6 +168,10 @@ class AutoformulationCheckConfig:
         )
         if not 0 <= self.control_epsilon <= 1:
             raise ValueError(f"control_epsilon must lie in [0, 1], got {self.control_epsilon}")
+        if not {"mcts", "flat"} <= set(self.llm_arms) <= {*ARMS, "single"}:
+            raise ValueError(
+                f"llm_arms must include mcts and flat and name known arms, got {self.llm_arms!r}"
+            )
         if self.budget_counts not in _COUNTED:
             raise ValueError(f"budget_counts must be one of {tuple(_COUNTED)}, got {self.budget_counts!r}")
 
@@ -168,7 +180,7 @@ _SMALL = ("small", "medium", "full")
 _DELTA = 0.05
 _DELTA_SOURCE = (
     "our choice, declared before the run: one problem in twenty; the paper reports no per-budget "
-    "accuracy margins (brief Sec. 4)"
+    "accuracy margins (abstract, Sec. 5)"
 )
 
 
@@ -344,6 +356,8 @@ def _run_arms(
     budget_limit: int,
     n_rank: int,
     n_judge: int,
+    n_samples: int,
+    arms: Sequence[str] = (*ARMS, "single"),
     prefix: str = "",
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, np.ndarray]], list[dict[str, Any]]]:
     """Every arm on ``problems``: metrics (names prefixed with ``prefix``), per-problem correctness
@@ -351,7 +365,7 @@ def _run_arms(
     metrics: dict[str, dict[str, float]] = {}
     items: dict[str, dict[str, np.ndarray]] = {}
     records: list[dict[str, Any]] = []
-    for arm in (*ARMS, "single"):
+    for arm in arms:
         roles = LLMRoles(
             chat,
             temperature=config.temperature,
@@ -367,7 +381,7 @@ def _run_arms(
         else:
             searcher = AutoformulationMCTS(
                 roles,
-                n_samples=config.n_samples,
+                n_samples=n_samples,
                 n_top=config.n_top,
                 n_rank=n_rank,
                 n_judge=n_judge,
@@ -453,6 +467,8 @@ class AutoformulationCheck(ClaimCheck[AutoformulationCheckConfig]):
         "full": AutoformulationCheckConfig(
             n_problems=240,
             budget=512,
+            llm_arms=(*ARMS, "single"),
+            llm_samples=8,
             n_rank=5,
             n_judge=5,
             control_problems=240,
@@ -494,6 +510,7 @@ class AutoformulationCheck(ClaimCheck[AutoformulationCheckConfig]):
             budget_limit=config.control_budget,
             n_rank=config.control_rank,
             n_judge=config.control_judge,
+            n_samples=config.n_samples,
         )
         oracle = np.array([_oracle_correct(p, config.rel_tol) for p in ctrl_problems], dtype=float)
         metrics["oracle"] = {"accuracy": float(oracle.mean())}
@@ -522,12 +539,14 @@ class AutoformulationCheck(ClaimCheck[AutoformulationCheckConfig]):
                 budget_limit=config.budget,
                 n_rank=config.n_rank,
                 n_judge=config.n_judge,
+                n_samples=config.llm_samples,
+                arms=config.llm_arms,
                 prefix="llm_",
             )
             _merge(metrics, llm_metrics)
             _merge(items, llm_items)
             records += llm_records
-            any_arm = np.max([llm_items[a]["llm_accuracy"] for a in (*ARMS, "single")], axis=0)
+            any_arm = np.max([llm_items[a]["llm_accuracy"] for a in config.llm_arms], axis=0)
             metrics["mcts"]["llm_any_accuracy"] = float(any_arm.mean())
             metrics["mcts"]["llm_backend_requests_all_arms"] = float(memo.backend_requests)
         return SeedOutcome(
@@ -552,13 +571,13 @@ class AutoformulationCheck(ClaimCheck[AutoformulationCheckConfig]):
         x = np.arange(len(arms))
         for g, prefix in enumerate(groups):
             for ax, metric in zip(axes, ("accuracy", "pruned_fraction"), strict=True):
-                vals = np.array([[o.metrics[a][prefix + metric] for a in arms] for o in outcomes])
+                vals = np.array([[o.metrics[a].get(prefix + metric, np.nan) for a in arms] for o in outcomes])
                 label = "scripted control" if not prefix else "LLM"
                 ax.bar(
                     x + (g - 0.5 * (len(groups) - 1)) * 0.38,
                     vals.mean(0),
                     width=0.38,
-                    yerr=vals.std(0) if len(outcomes) > 1 else None,
+                    yerr=np.nan_to_num(vals.std(0)) if len(outcomes) > 1 else None,
                     color=OURS_COLOR if not prefix else PALETTE[1],
                     label=label,
                 )

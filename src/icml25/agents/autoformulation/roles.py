@@ -85,7 +85,7 @@ class Budget:
 
     ``counted`` names the roles whose completions count against ``limit`` (``None``: every role).
     The paper compares methods by the number of formulation generations (its "three orders of
-    magnitude fewer generations"; the brief's budget B), so :class:`~.search.FlatSampler` and
+    magnitude fewer generations"), so :class:`~.search.FlatSampler` and
     :class:`~.search.AutoformulationMCTS` are compared at ``counted=("formulate",)`` with ranking
     and judge samples reported in ``total``. A flat complete formulation counts as four field
     generations (``len(LEVELS)``), one per level, as in the paper's budget comparison.
