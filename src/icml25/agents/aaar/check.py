@@ -81,6 +81,14 @@ context, 2,000-word windows for open models, 720 new tokens, 100 papers, explana
 Outcome of the first version at ``small`` (2026-12-04): not reproduced, decided by
 ``llm_beats_copy_input``: SmolLM2 gave no numbered list for 72 % of the papers under a shortened
 prompt (no system role, no worked example, no opener) and 64 new tokens.
+
+Outcome of this design at ``small`` (seeds 0-2, 2026-12-05; 262 s of CPU at one thread, 17.5 min
+of wall time on a machine loaded about 9 on 2 cores): reproduced. Split-combine raises SN-recall by
++0.099 (95 % CI [+0.083, +0.114], 3 seeds x 40 papers; smallest effect 0.035); the seven metric and
+LLM-weakness criteria hold. Two LLM criteria are not judged: SmolLM2 answers "A" to every equation
+question (modal share 1.0) and every experiment reply, though it parses, starts with the prompt's
+worked example (usable share 0). Its weakness lists parse (1.0) and are far less specific than the
+simulated reviewers' (ITF-IDF 0.21 vs 1.56), partly because it repeats items (0.68 distinct).
 """
 
 from __future__ import annotations
