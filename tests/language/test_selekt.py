@@ -487,3 +487,128 @@ def test_finetune_auto_precision_resolves_from_the_processor(monkeypatch) -> Non
     monkeypatch.setattr(pr, "cpu_flags", lambda: _AMX_FLAGS)
     finetune(model, data, cfg, seed=0)
     assert seen == ["bf16", "bf16"]  # native bfloat16: autocast
+
+
+# ---- issue 40: enough held-out edits, a retention probe the base model passes, paired criteria ----
+
+
+def test_teacher_forced_exact_match_is_greedy_exact_match() -> None:
+    """An edit counts as exact under teacher forcing exactly when greedy decoding reproduces it."""
+    from icml25.language.selekt.scoring import target_scores
+
+    model = _gen_model()
+    codec = ChatCodec(None)
+    msgs = [[{"role": "user", "content": f"edit {i}: x = {i}"}] for i in range(6)]
+    prompts = [codec.encode(codec.prompt_text(m)) for m in msgs]
+    outs = greedy_generate(model, prompts, 8, pad_id=codec.pad_id, eos_id=-1, batch_size=3)
+    # a target equal to greedy's own output is exact; a target with its last token changed is not
+    width = max(len(p) for p in prompts) + 8
+    ids = torch.full((6, width), codec.pad_id, dtype=torch.long)
+    labels = torch.full((6, width), -100, dtype=torch.long)
+    attn = torch.zeros((6, width), dtype=torch.long)
+    expected = []
+    for i, (p, o) in enumerate(zip(prompts, outs, strict=True)):
+        t = list(o)
+        assert len(t) == 8
+        if i % 2:
+            t[-1] = (t[-1] + 1) % 256
+        ids[i, : len(p) + 8] = torch.tensor(p + t)
+        labels[i, len(p) : len(p) + 8] = torch.tensor(t)
+        attn[i, : len(p) + 8] = 1
+        expected.append(float(i % 2 == 0))
+    exact, loss = target_scores(model, (ids, labels, attn), batch_size=4)
+    assert exact.tolist() == expected
+    assert loss.shape == (6,) and (loss > 0).all()
+    # batch size and row order do not change the scores
+    exact1, loss1 = target_scores(model, (ids, labels, attn), batch_size=1)
+    assert exact1.tolist() == expected and loss1 == pytest.approx(loss, rel=1e-4, abs=1e-5)
+
+
+class _PositionLM(nn.Module):
+    """A fake causal LM whose argmax at position t is ``text[t + 1]`` (byte ids), whatever the input."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.seq = list(text.encode()) + [0] * 256
+        self.dummy = nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        b, t = input_ids.shape
+        logits = torch.zeros(b, t, 257)
+        logits[:, torch.arange(t), torch.tensor(self.seq[1 : t + 1])] = 5.0
+        return logits + 0 * self.dummy
+
+
+def test_token_line_index_and_line_scores() -> None:
+    from icml25.language.selekt.scoring import encode_completions, line_scores, token_line_index
+
+    codec = ChatCodec(None)
+    assert token_line_index(codec, codec.encode("ab\ncd\n\nx")) == [0, 0, 0, 1, 1, 1, 2, 3]
+    prompt, own = "def f(x):\n", "    y = x\n    return y"
+    model = _PositionLM(prompt + own)
+    data, index = encode_completions(
+        codec, [prompt, prompt, prompt], [own, "#" + own[1:], own[:-1] + "z"], 64
+    )
+    scores = line_scores(model, data, index, batch_size=2)
+    assert [(r, line) for r, line, _ in scores] == [(r, k) for r in (0, 1, 2) for k in (0, 1)]
+    assert [ok for *_, ok in scores] == [True, True, False, True, True, False]
+
+
+def test_probe_keeps_only_lines_the_base_completes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The retention probe is built from lines the base model completes, so the base retains all of
+    them and a model that forgot can score below it (the earlier HumanEval subset: 0 of 4 solved)."""
+    import icml25.data.humaneval as he
+    from icml25.language.selekt import check as chk
+
+    codec = ChatCodec(None)
+    prompt, own = "def g(a, b):\n", "    c = a\n    return c + b\n"
+    base = _PositionLM(prompt + own)
+    problems = [
+        he.HumanEvalProblem("HumanEval/0", prompt, "g", "    return 1\n", ""),  # not the base's text
+        he.HumanEvalProblem("HumanEval/1", prompt, "g", own, ""),  # the base's own text: all exact
+    ]
+    monkeypatch.setattr(he, "load_humaneval", lambda: problems)
+    cfg = chk.SeleKTCheckConfig(model="random-tiny", probe_pool=2, probe_max_len=64, eval_batch=2)
+    probe = chk._build_probe(base, codec, cfg, bf16=False)
+    data, lines, keys = probe
+    assert data[0].shape[0] == 1 and keys == [(0, 0), (0, 1)]  # only the problem the base completes
+    assert chk._probe_retained(base, probe, 2, False).tolist() == [1.0, 1.0]
+    forgot = _PositionLM(prompt + own.replace("return", "yield "))
+    assert chk._probe_retained(forgot, probe, 2, False).tolist() == [1.0, 0.0]
+
+
+def test_split_gives_enough_test_edits_on_disjoint_functions() -> None:
+    from icml25.language.selekt.check import SeleKTCheckConfig, split_edit_data
+
+    seeds = make_seed_functions(MODULES, max_lines=12, seed=0)
+    cfg = SeleKTCheckConfig(
+        n_val_functions=2, n_test_edits=6, test_edits_per_function=3, edits_per_function=1
+    )
+    splits, fns = split_edit_data(seeds, cfg, seed=1)
+    assert len(splits["test"]) >= 6 and fns["train"] >= 2
+    names = {k: {s.task_id.rsplit("/", 1)[0] for s in v} for k, v in splits.items()}
+    assert not (names["test"] & names["train"]) and not (names["val"] & names["train"])
+    assert not (names["test"] & names["val"])
+    again, _ = split_edit_data(seeds, cfg, seed=1)
+    assert [s.original for s in again["test"]] == [s.original for s in splits["test"]]
+    with pytest.raises(ValueError, match="test edits"):
+        split_edit_data(seeds, SeleKTCheckConfig(n_test_edits=10_000), seed=0)
+
+
+def test_small_check_is_on_the_protocol() -> None:
+    """Issue 40: at least 40 held-out edits per seed, a reference arm, gates (positive control, a
+    probe the base model passes), and a paired headline with a declared smallest effect."""
+    from icml25.language.selekt.check import CHECK
+
+    cfg = CHECK.config("small")
+    assert cfg.n_test_edits >= 40 and cfg.edit_eval == "exact" and cfg.probe_pool > 0
+    claim = CHECK.claim_for(cfg)
+    assert claim.references == ("base",)
+    gates = {g.name: g for g in claim.gates_at("small")}
+    assert {"sft_learns_edits", "probe_has_lines", "sft_forgets"} <= set(gates)
+    assert gates["probe_has_lines"].threshold >= 40
+    head = claim.headline_criterion()
+    assert head.other_arm == "sft" and head.comparison == "non_inferiority" and head.smallest_effect
+    for c in claim.criteria_at("small"):
+        if c.other_arm is not None:
+            assert c.smallest_effect and c.effect_source
