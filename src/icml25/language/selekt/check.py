@@ -877,8 +877,12 @@ class SeleKTCheck(ClaimCheck[SeleKTCheckConfig]):
         fig, axes = new_figure(ncols=3, width=3.6, height=3.0)
         for ax, metric, label in zip(
             axes,
-            ("edit_success", "humaneval", "bpb_drift"),
-            ("held-out edit success", "HumanEval pass@1 (subset)", "mean |Δ bits/byte| from base"),
+            ("edit_success", "probe_retained", "bpb_drift"),
+            (
+                "held-out edit exact match",
+                "probe lines retained (base = 1)",
+                "mean |Δ bits/byte| from base",
+            ),
             strict=True,
         ):
             for i, arm in enumerate(arms):
