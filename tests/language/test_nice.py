@@ -373,8 +373,63 @@ def test_arithmetic_pool_reward_and_holdout() -> None:
 # --- claim check ------------------------------------------------------------------------------------
 
 
+def test_base_corpus_flaw_is_a_fixed_rambling_tail() -> None:
+    from icml25.language.nice import flawed_pair
+    from icml25.language.nice.arithmetic import FLAW_TAIL
+
+    assert not flawed_pair(10, 10, 0.0) and flawed_pair(10, 10, 1.0)
+    share = sum(flawed_pair(a, b, 0.35) for a in range(10, 100) for b in range(10, 100)) / 8100
+    assert abs(share - 0.35) < 0.01
+    for flaw in (0.0, 1.0):
+        corpus = base_corpus(300, digits=2, seed=3, exclude=None, flaw_share=flaw)
+        target = [(p, r) for p, r in corpus if "+" in p and all(len(x) == 2 for x in p[:-1].split("+"))]
+        short = [(p, r) for p, r in corpus if "+" in p and (p, r) not in target]
+        assert target and short
+        for p, r in target:
+            # flawed: the right answer followed by the tail, which the metric counts wrong
+            assert r.endswith(FLAW_TAIL) == (flaw == 1.0)
+            assert addition_reward(p, r) == (0.0 if flaw == 1.0 else 1.0)
+            assert addition_reward(p, r.removesuffix(FLAW_TAIL)) == 1.0
+        assert all(addition_reward(p, r) == 1.0 for p, r in short)  # shorter additions never ramble
+    with pytest.raises(ValueError, match="flaw_share"):
+        base_corpus(10, digits=2, flaw_share=1.5)
+
+
+def test_target_prompts_hold_a_thousand_test_prompts_per_seed() -> None:
+    # 32 validation + 100 dev + 1000 test two-digit prompts, all distinct and held out
+    pairs = target_prompts(1132, seed=4, digits=2)
+    assert len(set(pairs)) == 1132 and all(heldout_pair(a, b) for a, b in pairs)
+    with pytest.raises(ValueError, match="too many"):
+        target_prompts(1300, seed=0, digits=2)
+
+
+def test_claim_judges_the_official_weighting_with_paired_intervals_and_gates() -> None:
+    from icml25.language.nice.check import CHECK, NICECheckConfig, build_claim
+
+    cfg = CHECK.config("small")
+    assert cfg.weighting == "vanilla" and cfg.variant == "nice_baseline"  # the official default
+    assert NICECheckConfig(weighting="baseline").variant == "nice_vanilla"
+    with pytest.raises(ValueError, match="weighting"):
+        NICECheckConfig(weighting="mean")
+    claim = build_claim(cfg)
+    head = claim.headline_criterion()
+    assert (head.arm, head.other_arm, head.metric) == ("nice_5", "less_5", "acc")
+    assert head.smallest_effect is not None and head.smallest_effect > 0
+    small = claim.criteria_at("small")
+    assert all(c.reduce != "min" for c in small)  # no "every seed" rule
+    assert all(c.smallest_effect is not None for c in small if c.other_arm is not None)
+    assert set(claim.references) == {"base", "oracle_5"} and claim.controls == ("oracle_5",)
+    gates = {g.name: g for g in claim.gates_at("small")}
+    assert set(gates) == {"retraining_can_help", "selection_matters"}
+    assert all(g.arm == "oracle_5" and g.threshold is not None and g.threshold > 0 for g in gates.values())
+    assert {"nice_baseline_5", "random_5", "full"} <= set(claim.baselines)
+    assert cfg.n_test >= 1000 and CHECK.default_seeds["small"] >= 5
+
+
 def test_tiny_check_runs_every_arm() -> None:
     from pathlib import Path
+
+    import numpy as np
 
     from icml25.core.check import RunContext
     from icml25.core.progress import NullReporter
@@ -386,6 +441,17 @@ def test_tiny_check_runs_every_arm() -> None:
     assert set(out.metrics) == set(CHECK.claim_for(cfg).arms)
     assert out.metrics["nice_5"]["scores_finite"] == 1.0
     assert all(0 <= m["acc"] <= 1 for m in out.metrics.values())
+    # per-test-prompt scores for every arm, same prompts, their mean is the arm's accuracy
+    assert set(out.items) == set(out.metrics)
+    for arm, rows in out.items.items():
+        acc = np.asarray(rows["acc"])
+        assert acc.shape == (cfg.n_test,) and set(np.unique(acc)) <= {0.0, 1.0}
+        assert acc.mean() == pytest.approx(out.metrics[arm]["acc"])
+    # the oracle reference holds only correct target-format examples
+    oracle = out.metrics["oracle_5"]
+    assert oracle["share_P2"] == 0 and oracle["share_P4"] == 0
+    assert oracle["gain_base"] == pytest.approx(oracle["acc"] - out.metrics["base"]["acc"])
+    assert out.metrics["base"]["warmup_loss_ratio"] < 1.0
 
 
 def test_full_preset_is_the_paper_setting_and_smollm2_takes_one_step() -> None:
@@ -395,6 +461,9 @@ def test_full_preset_is_the_paper_setting_and_smollm2_takes_one_step() -> None:
     full = CHECK.config("full")
     assert full.model == "smollm2-135m-instruct" and full.lora_r == 128 and full.lora_alpha == 512
     assert full.proj_dim == 8192 and full.num_samples == 20 and full.fractions[0] == 0.05
+    medium = CHECK.config("medium")  # same model and adapters: the step below covers it too
+    assert (medium.model, medium.lora_r, medium.lora_alpha) == (full.model, full.lora_r, full.lora_alpha)
+    assert medium.n_test >= 1000 and medium.pool_size < full.pool_size
     with pytest.raises(ValueError, match=r"NICECheckConfig\.pool_size"):
         NICECheckConfig(pool_size=0)
     model, tok = load_causal_lm(full.model)

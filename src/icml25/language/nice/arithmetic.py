@@ -34,6 +34,7 @@ __all__ = [
     "addition_reward",
     "answer_text",
     "base_corpus",
+    "flawed_pair",
     "heldout_pair",
     "last_integer",
     "make_pool",
@@ -108,6 +109,15 @@ def heldout_pair(a: int, b: int) -> bool:
     return (a + 3 * b) % 5 == 0
 
 
+FLAW_TAIL = " +1"
+
+
+def flawed_pair(a: int, b: int, share: float) -> bool:
+    """Whether the base corpus rambles after ``a + b`` when a ``share`` of pairs is flawed: a fixed
+    rule, ``(37a + 11b) mod 100 < 100 * share``, roughly independent of :func:`heldout_pair`."""
+    return (37 * a + 11 * b) % 100 < round(100 * share)
+
+
 def _check_digits(digits: int) -> None:
     if isinstance(digits, bool) or not isinstance(digits, int) or not 2 <= digits <= 9:
         raise ValueError(f"digits must be an int in [2, 9], got {digits!r}")
@@ -122,7 +132,7 @@ def target_prompts(
     """
     check_positive("n", n, integer=True)
     _check_digits(digits)
-    if n > 0.1 * (9 * 10 ** (digits - 1)) ** 2:
+    if n > 0.15 * (9 * 10 ** (digits - 1)) ** 2:  # at most 3/4 of the held-out fifth of all pairs
         raise ValueError(f"n={n} is too many distinct {digits}-digit pairs")
     rng = random.Random(seed)
     seen: set[tuple[int, int]] = set()
@@ -219,14 +229,22 @@ def base_corpus(
     target_share: float = 0.15,
     distractor_share: float = 0.25,
     exclude: Exclude = heldout_pair,
+    flaw_share: float = 0.0,
 ) -> list[tuple[str, str]]:
     """``n`` (prompt, response) pairs to pretrain the base model: additions of numbers with fewer
     than ``digits`` digits (and a ``target_share`` of ``digits``-digit ones) in both formats at
-    random, plus distractors."""
+    random, plus distractors.
+
+    ``flaw_share`` gives the base model a habit that instruction data can train away: for that share
+    of all ``digits``-digit operand pairs (a fixed rule, :func:`flawed_pair`) the correct answer is
+    always followed by a rambling ``FLAW_TAIL`` (``" +1"``), whose integer then is the last one in the
+    response, so the metric counts it wrong. The pool never rambles.
+    """
     check_positive("n", n, integer=True)
     _check_digits(digits)
     check_in_range("target_share", target_share, 0.0, 1.0)
     check_in_range("distractor_share", distractor_share, 0.0, 1.0)
+    check_in_range("flaw_share", flaw_share, 0.0, 1.0)
     if target_share + distractor_share > 1:
         raise ValueError("target_share + distractor_share must be at most 1")
     rng = random.Random(seed)
@@ -240,8 +258,10 @@ def base_corpus(
             a, b = _operands(rng, digits)
             if _excluded(a, b, exclude):
                 continue
+            tail = FLAW_TAIL if flawed_pair(a, b, flaw_share) else ""
         else:
             a, b = rng.randint(0, 10 ** (digits - 1) - 1), rng.randint(0, 10 ** (digits - 1) - 1)
+            tail = ""
         style = "terse" if rng.random() < 0.5 else "verbose"
-        out.append((f"{a}+{b}=", answer_text(a + b, style)))
+        out.append((f"{a}+{b}=", answer_text(a + b, style) + tail))
     return out

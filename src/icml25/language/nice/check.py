@@ -7,26 +7,40 @@ than one chosen by LESS's next-token-loss influence or at random, and often bett
 Setup (:mod:`.arithmetic`): a verifiable arithmetic pool where the validation references are a noisy
 proxy for the metric. Target: additions of ``digits``-digit numbers held out by a fixed rule; metric:
 the last integer of the greedy answer equals the sum (a verifier that parses the prompt, so NICE is
-label-free here); references are verbose, and the pool mixes terse-correct (P1), verbose-wrong (P2),
-verbose-correct (P3) and distractor (P4) examples. At ``small`` the base model is a 2-layer Llama on
-bytes pretrained here for 4000 steps (about a minute; once per run, shared by the seeds);
-SmolLM2-135M-Instruct is the ``full`` model (a LoRA step of it takes ~3 s on this CPU, so
-per-subset fine-tuning of it does not fit the budget).
+label-free here); references are verbose, and the pool mixes terse-correct (P1), verbose-wrong (P2,
+the last digit raised by one), verbose-correct (P3) and distractor (P4) examples. At ``small`` the
+base model is a 2-layer Llama on bytes pretrained here (once per run, shared by the seeds); it
+memorises the sums of the operand pairs it saw and does not generalise addition to unseen ones
+(pretrained without the test pairs it solves about 8 % of them and no retraining moves that). So the
+``retraining_can_help`` gate measures whether any selection can lift it above the base. A base with
+a habit that clean data could repair (a rambling tail after the answers of a fixed share of pairs)
+is kept behind ``flaw_share`` (default 0): at 0.4 it collapsed the base to 9 % instead of about 50 %.
+SmolLM2-135M-Instruct is the ``medium`` (one GPU) and ``full`` model (a LoRA step of it takes ~3 s
+on this CPU, so per-subset fine-tuning of it does not fit the small budget).
 
-Per seed: new pool, validation prompts and test prompts; LoRA warm-up on a random 5 % of the pool
-for ``warmup_epochs`` epochs keeping each epoch's LoRA weights and Adam moments; Adam-preconditioned,
+Per seed: new pool, validation, dev and test prompts; LoRA warm-up on a random 5 % of the pool for
+``warmup_epochs`` epochs keeping each epoch's LoRA weights and Adam moments; Adam-preconditioned,
 randomly projected per-example LoRA gradients of the pool; validation vectors from ``n_val``
-prompts: NICE = REINFORCE with a mean-reward baseline over ``num_samples`` samples (``nice``), the
-official no-baseline weighting (``nice_vanilla``, same samples), LESS = NTP gradient of the verbose
-reference (``less``); scores, top fractions; ``random`` subsets of the same size; and the ``full``
-pool. Every trained arm is LoRA-retrained from the base for the same steps with the same lr grid,
-the lr picked by :func:`icml25.core.tuning.best_on_validation` on accuracy on ``n_dev`` held-out
-dev prompts; metric = greedy accuracy on ``n_test`` test prompts.
+prompts: ``nice`` = the official "vanilla" weighting (w_k = r_k over ``num_samples`` samples, no
+baseline; ``weighting`` switches it), ``nice_baseline`` = REINFORCE with a mean-reward baseline from
+the same samples (a variant, reported), ``less`` = NTP gradient of the verbose reference; top
+fractions; a ``random`` subset of the same size; the ``full`` pool. References (never baselines):
+``base`` (the untouched model) and ``oracle_5`` (a positive control: a same-size random draw from
+the correct target-format examples P1 and P3 only, i.e. what a perfect selector could buy). Every
+trained arm is LoRA-retrained from the base for the same steps with the same lr grid, the lr picked
+by :func:`icml25.core.tuning.best_on_validation` on ``n_dev`` dev prompts; metric = greedy accuracy on
+``n_test`` test prompts, kept per prompt so that arms are paired over seeds and prompts.
 
-Criteria (declared before any small number was seen; the margin is a config field): at each
-fraction, mean accuracy of ``nice`` > ``less`` and > ``random``; at the first fraction, NICE beats
-LESS in every seed by more than ``min_gap`` and selects a smaller share of harmful P2 examples than
-LESS. Tiny checks mechanics only (scores finite, warm-up loss falls).
+Gates (point conditions, margin ``GATE_MARGIN`` = 0.02): the oracle 5 % beats the base model
+(``retraining_can_help``: the recipe can improve the model) and beats the random 5 %
+(``selection_matters``: which examples are chosen changes the result).
+
+Criteria (declared before any small number of this design was seen): headline ``nice_beats_less_5``,
+NICE's test accuracy minus LESS's, paired over seeds and test prompts (two-stage bootstrap); it holds
+when the interval lies above 0 and fails when it excludes +0.02 (``ACC_EFFECT``, declared: two
+accuracy points). The same against the random 5 %; and NICE's selection holds a smaller share of
+P2 than LESS's (paired over seeds, smallest effect 0.05). The full pool is reported, not judged (the
+paper says NICE "often" beats it). Tiny checks mechanics only (scores finite, warm-up loss falls).
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
@@ -60,7 +75,18 @@ from .lora import LoraTrainConfig, checkpoint_features, encode_examples, load_ch
 from .policy import generate, reward_weights, weighted_nll_gradient
 from .selection import checkpoint_weights, influence_scores, select_top_fraction
 
-SELECTORS = ("nice", "nice_vanilla", "less", "random")
+SELECTORS = ("nice", "less", "random")
+WEIGHTINGS = ("vanilla", "baseline")
+#: smallest effect of interest on test accuracy (fraction of test prompts solved)
+ACC_EFFECT = 0.02
+ACC_EFFECT_SOURCE = (
+    "declared: 2 accuracy points, the smallest gain of one 5% selection over another that we would call "
+    "better (the paper reports gains of a few points but we recovered no exact numbers)"
+)
+#: smallest effect of interest on the share of harmful P2 examples in a selection
+SHARE_EFFECT = 0.05
+#: the gates' margins (accuracy points on the test prompts)
+GATE_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
@@ -75,16 +101,21 @@ class NICECheckConfig:
         pretrain_steps, pretrain_batch, pretrain_lr, target_share, pretrain_seed: its pretraining.
         pretrain_sees_targets: the base corpus may hold the held-out operand pairs (pretrained
             knowledge that the pool can reinforce or damage); the pool never does.
+        flaw_share: the share of target-length operand pairs after whose right answer the base corpus
+            always rambles (`` +1``, :func:`.arithmetic.flawed_pair`): a habit of the base model that
+            clean instruction data can train away (0: none).
         pool_size, shares, corruption: the pool, its P1-P4 proportions and how P2's sums are wrong
             (see :func:`.arithmetic.make_pool`).
         n_val, n_dev, n_test: validation prompts (selection), dev prompts (lr choice), test prompts.
         warmup_fraction, warmup_epochs, warmup_lr, warmup_batch: the LESS warm-up (paper: 5 %, 4 epochs).
         lora_r, lora_alpha, lora_dropout: adapters (paper: 128, 512, 0.1 on q/k/v/o).
         proj_dim: d of the random projection (paper: 8192; 0 = no projection).
+        weighting: the policy-gradient weights of the ``nice`` arm: ``"vanilla"`` (w_k = r_k, the
+            official default) or ``"baseline"`` (REINFORCE with the mean reward as baseline); the
+            other weighting, computed from the same samples, is the ``nice_<other>`` variant arm.
         num_samples, temperature, top_k, top_p, max_new_tokens: NICE's sampling (paper: m = 20).
-        fractions: selected fractions of the pool (paper: 5 %).
+        fractions: selected fractions of the pool (paper: 5 %); the first one is judged.
         retrain_steps, retrain_batch, lrs: retraining, equal for every arm, and the shared lr grid.
-        min_gap: NICE must beat LESS by more than this in every seed (first fraction).
     """
 
     model: str = "tiny-pretrained"
@@ -92,18 +123,19 @@ class NICECheckConfig:
     hidden: int = 64
     layers: int = 2
     heads: int = 4
-    pretrain_steps: int = 4000
+    pretrain_steps: int = 2000
     pretrain_batch: int = 32
     pretrain_lr: float = 5e-3
     target_share: float = 0.3
     pretrain_seed: int = 0
     pretrain_sees_targets: bool = True
+    flaw_share: float = 0.0
     pool_size: int = 1000
     shares: tuple[float, ...] = (0.3, 0.3, 0.1, 0.3)
     corruption: str = "last_digit_plus_one"
     n_val: int = 32
-    n_dev: int = 64
-    n_test: int = 200
+    n_dev: int = 100
+    n_test: int = 1000
     warmup_fraction: float = 0.05
     warmup_epochs: int = 3
     warmup_lr: float = 2e-3
@@ -112,16 +144,16 @@ class NICECheckConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.1
     proj_dim: int = 1024
+    weighting: str = "vanilla"
     num_samples: int = 16
     temperature: float = 1.0
     top_k: int = 50
     top_p: float = 0.95
     max_new_tokens: int = 20
-    fractions: tuple[float, ...] = (0.05, 0.10)
-    retrain_steps: int = 80
+    fractions: tuple[float, ...] = (0.05,)
+    retrain_steps: int = 20
     retrain_batch: int = 16
     lrs: tuple[float, ...] = (5e-4, 2e-3)
-    min_gap: float = 0.0
 
     def __post_init__(self) -> None:
         check_fields(
@@ -148,14 +180,16 @@ class NICECheckConfig:
             ),
             non_negative_int=("proj_dim", "top_k", "pretrain_seed"),
             positive=("pretrain_lr", "warmup_lr", "temperature"),
-            non_negative=("min_gap",),
         )
         check_in_range("NICECheckConfig.target_share", self.target_share, 0.0, 0.75)
+        check_in_range("NICECheckConfig.flaw_share", self.flaw_share, 0.0, 1.0)
         check_in_range("NICECheckConfig.warmup_fraction", self.warmup_fraction, 0.0, 1.0, low_open=True)
         check_in_range("NICECheckConfig.lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)
         check_in_range("NICECheckConfig.top_p", self.top_p, 0.0, 1.0, low_open=True)
         if not 2 <= self.digits <= 4:
             raise ValueError(f"NICECheckConfig.digits must be in [2, 4], got {self.digits}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"NICECheckConfig.weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
         if len(self.shares) != 4 or abs(sum(self.shares) - 1) > 1e-6 or min(self.shares) < 0:
             raise ValueError(
                 f"NICECheckConfig.shares must be four non-negative shares summing to 1, got {self.shares}"
@@ -180,6 +214,12 @@ class NICECheckConfig:
         if self.model.startswith("openai:"):
             raise ValueError("NICECheckConfig.model: gradient features need local weights, not an endpoint")
 
+    @property
+    def variant(self) -> str:
+        """The selector name of the NICE weighting that the ``nice`` arm does not use."""
+        other = next(w for w in WEIGHTINGS if w != self.weighting)
+        return f"nice_{other}"
+
 
 def _pct(frac: float) -> int:
     return round(frac * 100)
@@ -190,41 +230,42 @@ def _arm(selector: str, frac: float) -> str:
 
 
 def build_claim(config: NICECheckConfig) -> Claim:
-    """The claim with criteria for ``config``'s fractions and margin."""
+    """The claim for ``config``'s fractions (the first one is judged) and NICE weighting."""
     f0 = config.fractions[0]
-    ours = _arm("nice", f0)
-    criteria: list[Criterion] = []
-    for f in config.fractions:
-        for other in ("less", "random"):
-            criteria.append(
-                Criterion(
-                    name=f"nice_beats_{other}_{_pct(f)}",
-                    arm=_arm("nice", f),
-                    metric="acc",
-                    op=">",
-                    other_arm=_arm(other, f),
-                    description=f"test accuracy after retraining on NICE's {_pct(f)}% above {other.upper()}'s"
-                    if other == "less"
-                    else f"test accuracy after retraining on NICE's {_pct(f)}% above a random {_pct(f)}%",
-                )
-            )
-    criteria += [
+    ours, less, rand, oracle = (_arm(s, f0) for s in ("nice", "less", "random", "oracle"))
+    criteria = (
         Criterion(
-            name=f"nice_beats_less_every_seed_{_pct(f0)}",
+            name=f"nice_beats_less_{_pct(f0)}",
             arm=ours,
-            metric="gap_less",
+            metric="acc",
             op=">",
-            threshold=config.min_gap,
-            reduce="min",
-            description="NICE beats LESS in every seed by more than min_gap (accuracy points)",
+            other_arm=less,
+            smallest_effect=ACC_EFFECT,
+            effect_source=ACC_EFFECT_SOURCE,
+            description=f"test accuracy after retraining on NICE's {_pct(f0)}% above LESS's, paired over "
+            "seeds and test prompts",
+        ),
+        Criterion(
+            name=f"nice_beats_random_{_pct(f0)}",
+            arm=ours,
+            metric="acc",
+            op=">",
+            other_arm=rand,
+            smallest_effect=ACC_EFFECT,
+            effect_source=ACC_EFFECT_SOURCE,
+            description=f"test accuracy after retraining on NICE's {_pct(f0)}% above a random {_pct(f0)}%'s, "
+            "paired over seeds and test prompts",
         ),
         Criterion(
             name=f"nice_fewer_harmful_{_pct(f0)}",
             arm=ours,
             metric="share_P2",
             op="<",
-            other_arm=_arm("less", f0),
-            description="NICE's selection holds a smaller share of wrong verbose examples (P2) than LESS's",
+            other_arm=less,
+            smallest_effect=SHARE_EFFECT,
+            effect_source="declared: 5 points of the selection's share of wrong verbose (P2) examples",
+            description="NICE's selection holds a smaller share of wrong verbose examples (P2) than LESS's "
+            "(paired over seeds)",
         ),
         Criterion(
             name="tiny_scores_finite",
@@ -244,8 +285,30 @@ def build_claim(config: NICECheckConfig) -> Claim:
             scales=("tiny",),
             description="smoke: the warm-up's last loss is below its first",
         ),
-    ]
-    baselines = [_arm(s, f) for f in config.fractions for s in SELECTORS if _arm(s, f) != ours]
+    )
+    gates = (
+        Criterion(
+            name="retraining_can_help",
+            arm=oracle,
+            metric="gain_base",
+            op=">=",
+            threshold=GATE_MARGIN,
+            description=f"retraining on an oracle {_pct(f0)}% (correct target-format examples only) lifts "
+            f"test accuracy at least {GATE_MARGIN:g} above the untouched base model: the recipe can improve "
+            "the model, so the arms do not just compare ways of losing accuracy",
+        ),
+        Criterion(
+            name="selection_matters",
+            arm=oracle,
+            metric="gap_random",
+            op=">=",
+            threshold=GATE_MARGIN,
+            description=f"the oracle {_pct(f0)}% beats a random {_pct(f0)}% by at least {GATE_MARGIN:g}: "
+            "which examples are selected changes the result",
+        ),
+    )
+    baselines = [less, rand, _arm(config.variant, f0)]
+    baselines += [_arm(s, f) for f in config.fractions[1:] for s in (*SELECTORS, config.variant)]
     return Claim(
         statement=(
             "Retraining on the 5% of an instruction pool chosen by NICE's policy-gradient influence on a "
@@ -257,15 +320,18 @@ def build_claim(config: NICECheckConfig) -> Claim:
             "HumanEval"
         ),
         ours=ours,
-        baselines=(*baselines, "full", "base"),
-        criteria=tuple(criteria),
+        baselines=(*baselines, "full"),
+        references=("base", oracle),
+        controls=(oracle,),
+        criteria=criteria,
+        gates=gates,
         headline=f"nice_beats_less_{_pct(f0)}",
+        min_seeds=3,
         setup_notes=(
             "A verifiable arithmetic pool (terse-correct, verbose-wrong, verbose-correct, distractors) with "
             "verbose references, a 2-layer byte-level Llama pretrained here instead of 7-8B LLMs, LoRA r=8 "
-            "instead of 128, a 1024-dimensional projection, 16 samples per validation prompt; NICE uses "
-            "REINFORCE with a mean "
-            "baseline (the official no-baseline weighting is reported as nice_vanilla)."
+            "instead of 128, a 1024-dimensional projection, 16 samples per validation prompt; NICE uses the "
+            f"{config.weighting} weighting ({config.variant} is the other one, from the same samples)."
         ),
     )
 
@@ -317,6 +383,7 @@ def _base_model(config: NICECheckConfig, ctx: RunContext) -> tuple[Any, _Codec, 
         config.target_share,
         config.pretrain_seed,
         config.pretrain_sees_targets,
+        config.flaw_share,
     )
     codec = _Codec(None)
     if key not in _BASE_CACHE:
@@ -342,6 +409,7 @@ def _base_model(config: NICECheckConfig, ctx: RunContext) -> tuple[Any, _Codec, 
             digits=config.digits,
             target_share=config.target_share,
             exclude=None if config.pretrain_sees_targets else heldout_pair,
+            flaw_share=config.flaw_share,
         )
         data = encode_examples(
             [codec.encode(p) for p, _ in corpus], [codec.encode(r) for _, r in corpus], eos_id=256, pad_id=256
@@ -368,12 +436,13 @@ def _base_model(config: NICECheckConfig, ctx: RunContext) -> tuple[Any, _Codec, 
     return model, codec, losses
 
 
-def _accuracy(model: Any, codec: _Codec, pairs: Sequence[tuple[int, int]], max_new: int) -> float:
+def _item_scores(model: Any, codec: _Codec, pairs: Sequence[tuple[int, int]], max_new: int) -> list[float]:
+    """Per-prompt metric (1.0 when the last integer of the greedy answer is the sum), in ``pairs``' order."""
     by_len: dict[int, list[int]] = {}
     prompts = [codec.encode(f"{a}+{b}=") for a, b in pairs]
     for i, p in enumerate(prompts):
         by_len.setdefault(len(p), []).append(i)
-    correct = 0.0
+    scores = [0.0] * len(pairs)
     for idx in by_len.values():
         for start in range(0, len(idx), 128):
             chunk = idx[start : start + 128]
@@ -382,8 +451,12 @@ def _accuracy(model: Any, codec: _Codec, pairs: Sequence[tuple[int, int]], max_n
             )
             for i, out in zip(chunk, outs, strict=True):
                 a, b = pairs[i]
-                correct += addition_reward(f"{a}+{b}=", codec.decode(out))
-    return correct / len(pairs)
+                scores[i] = addition_reward(f"{a}+{b}=", codec.decode(out))
+    return scores
+
+
+def _accuracy(model: Any, codec: _Codec, pairs: Sequence[tuple[int, int]], max_new: int) -> float:
+    return statistics.fmean(_item_scores(model, codec, pairs, max_new))
 
 
 class NICECheck(ClaimCheck[NICECheckConfig]):
@@ -399,8 +472,9 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             n_dev=8,
             n_test=16,
             warmup_fraction=0.2,
-            warmup_epochs=1,
-            warmup_batch=4,
+            warmup_epochs=3,
+            warmup_lr=2e-2,
+            warmup_batch=8,
             lora_r=2,
             lora_alpha=8,
             proj_dim=64,
@@ -411,13 +485,34 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             lrs=(3e-3,),
         ),
         "small": NICECheckConfig(),
+        # one GPU, about 30 minutes: SmolLM2 generalises arithmetic and format across operand pairs,
+        # which the tiny model at small does not (it memorises), so retraining can improve on it
+        "medium": NICECheckConfig(
+            model="smollm2-135m-instruct",
+            digits=3,
+            pool_size=1000,
+            n_val=32,
+            n_dev=100,
+            n_test=1000,
+            warmup_epochs=4,
+            warmup_lr=2e-5,
+            warmup_batch=8,
+            lora_r=128,
+            lora_alpha=512,
+            proj_dim=8192,
+            num_samples=20,
+            max_new_tokens=24,
+            retrain_steps=150,
+            retrain_batch=8,
+            lrs=(2e-5, 1e-4),
+        ),
         "full": NICECheckConfig(
             model="smollm2-135m-instruct",
             digits=3,
             pool_size=3000,
             n_val=32,
             n_dev=100,
-            n_test=500,
+            n_test=1000,
             warmup_epochs=4,
             warmup_lr=2e-5,
             warmup_batch=8,
@@ -431,7 +526,7 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             lrs=(2e-5, 1e-4),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "full": 3}
+    default_seeds = {"tiny": 1, "small": 5, "medium": 3, "full": 3}
 
     def claim_for(self, config: NICECheckConfig) -> Claim:
         return build_claim(config)
@@ -494,7 +589,8 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             eos_id=codec.eos_id,
             pad_id=codec.pad_id,
         )
-        feats: dict[str, list[torch.Tensor]] = {"train": [], "nice": [], "nice_vanilla": [], "less": []}
+        weightings = {"nice": config.weighting, config.variant: config.variant.removeprefix("nice_")}
+        feats: dict[str, list[torch.Tensor]] = {"train": [], "less": [], **{k: [] for k in weightings}}
         reward_rates = []
         for c, ckpt in enumerate(warm.checkpoints):
             ctx.progress("gradient features", c, len(warm.checkpoints))
@@ -502,8 +598,7 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             load_checkpoint(peft_model, ckpt)
             params = trainable_parameters(peft_model)
             less = example_gradients(peft_model, val_refs, params=params)
-            nice_rows: list[torch.Tensor] = []
-            vanilla_rows: list[torch.Tensor] = []
+            rows: dict[str, list[torch.Tensor]] = {k: [] for k in weightings}
             for (a, b), prompt in zip(val, val_prompts, strict=True):
                 samples = generate(
                     peft_model,
@@ -518,33 +613,35 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
                 )
                 rewards = torch.tensor([addition_reward(f"{a}+{b}=", codec.decode(s)) for s in samples])
                 reward_rates.append(float(rewards.mean()))
-                for mode, rows in (("baseline", nice_rows), ("vanilla", vanilla_rows)):
+                for name, mode in weightings.items():
                     w = reward_weights(rewards, mode)  # type: ignore[arg-type]
-                    rows.append(
+                    rows[name].append(
                         weighted_nll_gradient(
                             peft_model, prompt, samples, w, params=params, pad_id=codec.pad_id
                         )
                     )
-            for name, mat in (
-                ("less", less),
-                ("nice", torch.stack(nice_rows)),
-                ("nice_vanilla", torch.stack(vanilla_rows)),
-            ):
+            mats = {"less": less, **{k: torch.stack(v) for k, v in rows.items()}}
+            for name, mat in mats.items():
                 feats[name].append(projector(mat) if projector is not None else mat)
         seconds["features"] = time.perf_counter() - t0 - sum(seconds.values())
         weights = checkpoint_weights([ck.mean_lr for ck in warm.checkpoints])
         scores = {
             name: influence_scores(feats["train"], feats[name], weights)
-            for name in ("nice", "nice_vanilla", "less")
+            for name in ("nice", config.variant, "less")
         }
 
-        # 3. Subsets: top fractions per selector, random subsets of the same size, the full pool.
+        # 3. Subsets: top fractions per selector, random subsets of the same size, the full pool, and
+        #    (a reference) an oracle subset of the same size drawn from the correct target-format
+        #    examples (P1, P3) only.
         subsets: dict[str, list[int]] = {}
+        helpful = [i for i, g in enumerate(pool.groups) if g in ("P1", "P3")]
         for f in config.fractions:
             for name, s in scores.items():
                 subsets[_arm(name, f)] = select_top_fraction(s, f).tolist()
             k = len(subsets[_arm("nice", f)])
             subsets[_arm("random", f)] = rng.sample(range(len(pool)), k)
+            if f == config.fractions[0]:
+                subsets[_arm("oracle", f)] = rng.sample(helpful, min(k, len(helpful)))
         subsets["full"] = list(range(len(pool)))
 
         # 4. Retrain each from the base with the same steps and lr grid; pick the lr on dev accuracy.
@@ -553,7 +650,10 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             "dev_acc": {},
             "pretrain_loss": pre_losses[:: max(1, len(pre_losses) // 50)],
         }
-        base_acc = _accuracy(base, codec, test, config.max_new_tokens)
+        items: dict[str, dict[str, Any]] = {}
+        base_items = _item_scores(base, codec, test, config.max_new_tokens)
+        base_acc = statistics.fmean(base_items)
+        items["base"] = {"acc": np.asarray(base_items)}
         warm_losses = warm.history.train_loss
         metrics["base"] = {
             "acc": base_acc,
@@ -580,11 +680,10 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
                 series["dev_acc"][f"{arm}@{lr:g}"] = runs[lr][1]
             best = best_on_validation(runs, lambda r: -r[1])
             run, dev_acc = runs[best]
-            m = {
-                "acc": _accuracy(run.model, codec, test, config.max_new_tokens),
-                "dev_acc": dev_acc,
-                "lr": best,
-            }
+            test_items = _item_scores(run.model, codec, test, config.max_new_tokens)
+            items[arm] = {"acc": np.asarray(test_items)}
+            m = {"acc": statistics.fmean(test_items), "dev_acc": dev_acc, "lr": best}
+            m["gain_base"] = m["acc"] - base_acc
             m["n_selected"] = float(len(idx))
             m.update({f"share_{g}": v for g, v in pool.shares(idx).items()})
             metrics[arm] = m
@@ -593,11 +692,15 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
         series["seconds"] = seconds
         ctx.log("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
         for f in config.fractions:
-            for name in ("nice", "nice_vanilla"):
+            for name in ("nice", config.variant):
                 m = metrics[_arm(name, f)]
                 m["gap_less"] = m["acc"] - metrics[_arm("less", f)]["acc"]
                 m["gap_random"] = m["acc"] - metrics[_arm("random", f)]["acc"]
                 m["scores_finite"] = float(bool(torch.isfinite(scores[name]).all()))
+        f0 = config.fractions[0]
+        metrics[_arm("oracle", f0)]["gap_random"] = (
+            metrics[_arm("oracle", f0)]["acc"] - metrics[_arm("random", f0)]["acc"]
+        )
         series["scores_by_group"] = {
             name: {g: float(s[[i for i, x in enumerate(pool.groups) if x == g]].mean()) for g in GROUPS}
             for name, s in scores.items()
@@ -608,45 +711,31 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
             f"{statistics.fmean(reward_rates):.3f}; {config.retrain_steps} retraining steps x batch "
             f"{config.retrain_batch} for every arm; lr grid {config.lrs}",
         )
-        return SeedOutcome(metrics=metrics, series=series, notes=notes)
+        return SeedOutcome(metrics=metrics, series=series, notes=notes, items=items)
 
     def make_figures(self, config: NICECheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext) -> None:
         from icml25.core.plotting import new_figure
 
         claim = build_claim(config)
-        fig, axes = new_figure(ncols=2, width=4.2, height=3.2)
-        colors = {"nice": "C3", "nice_vanilla": "C1", "less": "C0", "random": "C7"}
-        width = 0.8 / len(SELECTORS)
-        for j, f in enumerate(config.fractions):
-            for i, name in enumerate(SELECTORS):
-                vals = [float(o.metrics[_arm(name, f)]["acc"]) for o in outcomes]
-                x = j + (i - (len(SELECTORS) - 1) / 2) * width
-                axes[0].bar(
-                    x, statistics.fmean(vals), width, color=colors[name], label=name if j == 0 else None
-                )
-                axes[0].scatter([x] * len(vals), vals, color="k", s=6, zorder=3)
-        for key, style in (("full", "--"), ("base", ":")):
-            axes[0].axhline(
-                statistics.fmean(float(o.metrics[key]["acc"]) for o in outcomes),
-                ls=style,
-                color="k",
-                label=key,
-            )
-        axes[0].set_xticks(range(len(config.fractions)))
-        axes[0].set_xticklabels([f"{_pct(f)}% of pool" for f in config.fractions])
-        axes[0].set_ylabel("held-out accuracy after LoRA retraining")
-        axes[0].legend(fontsize=7)
         f0 = config.fractions[0]
-        bottom = [0.0] * len(SELECTORS)
+        arms = [*(_arm(s, f0) for s in ("nice", config.variant, "less", "random", "oracle")), "full", "base"]
+        fig, axes = new_figure(ncols=2, width=4.2, height=3.2)
+        colors = ("C3", "C1", "C0", "C7", "C2", "C5", "k")
+        for i, (arm, col) in enumerate(zip(arms, colors, strict=True)):
+            vals = [float(o.metrics[arm]["acc"]) for o in outcomes]
+            axes[0].bar(i, statistics.fmean(vals), 0.7, color=col, alpha=0.8)
+            axes[0].scatter([i] * len(vals), vals, color="k", s=6, zorder=3)
+        axes[0].set_xticks(range(len(arms)))
+        axes[0].set_xticklabels(arms, rotation=30, fontsize=7)
+        axes[0].set_ylabel("held-out accuracy after LoRA retraining")
+        sel = arms[:5]
+        bottom = [0.0] * len(sel)
         for g, col in zip(GROUPS, ("C2", "C3", "C9", "C7"), strict=True):
-            vals = [
-                statistics.fmean(float(o.metrics[_arm(n, f0)][f"share_{g}"]) for o in outcomes)
-                for n in SELECTORS
-            ]
-            axes[1].bar(range(len(SELECTORS)), vals, bottom=bottom, color=col, label=g)
+            vals = [statistics.fmean(float(o.metrics[n][f"share_{g}"]) for o in outcomes) for n in sel]
+            axes[1].bar(range(len(sel)), vals, bottom=bottom, color=col, label=g)
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-        axes[1].set_xticks(range(len(SELECTORS)))
-        axes[1].set_xticklabels(SELECTORS, rotation=20)
+        axes[1].set_xticks(range(len(sel)))
+        axes[1].set_xticklabels(sel, rotation=30, fontsize=7)
         axes[1].set_ylabel(f"composition of the {_pct(f0)}% selection")
         axes[1].legend(
             fontsize=7, title="P1 terse ok, P2 verbose wrong,\nP3 verbose ok, P4 other", title_fontsize=6
@@ -654,8 +743,7 @@ class NICECheck(ClaimCheck[NICECheckConfig]):
         ctx.save_figure(
             fig,
             "accuracy_and_composition",
-            "Left: test accuracy per selector and fraction (bars: mean; dots: seeds), full pool and base "
-            "as lines. "
+            "Left: test accuracy per arm (bars: mean; dots: seeds; oracle and base are references). "
             f"Right: group shares of the {_pct(f0)}% selections ({claim.ours} is ours).",
         )
 
