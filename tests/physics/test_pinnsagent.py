@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -306,3 +307,89 @@ def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     assert result.verdict.kind.value == "inconclusive"
     assert result.seeds == (0,)
+
+
+# --- issue 39: the release's continuous scoring, a shared knowledge base, the protocol --------------
+
+
+def test_continuous_score_matches_the_release_formula() -> None:
+    from scipy.stats import spearmanr
+
+    from icml25.physics.pinnsagent.knowledge import continuous_score
+
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    logs = np.array([-3.0, -2.5, -2.0, -1.0, 0.0, 0.5, 0.7])
+    # the release: sorted[:n//3] (2 runs) against sorted[-n//3:] (ceil(7/3) = 3 runs)
+    gap = abs(np.mean([0.0, 0.5, 0.7]) - np.mean([-3.0, -2.5]))
+    assert continuous_score(x, logs) == pytest.approx(gap * (1 + abs(spearmanr(x, logs)[0])))
+    assert continuous_score(x[:5], logs[:5]) == 0.0  # fewer than 6 runs
+    assert continuous_score(np.ones(6), logs[:6]) == pytest.approx(
+        abs(np.mean(logs[4:6]) - np.mean(logs[:2]))
+    )  # constant values: rho counts 0
+
+
+def test_continuous_parameters_use_the_continuous_formula_by_default() -> None:
+    from icml25.physics.pinnsagent.knowledge import CONTINUOUS_PARAMS, exploration_scores
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(30):
+        cfg = SPACE.sample(rng)
+        # error falls smoothly with the learning rate; the activation adds noise only
+        err = 10 ** (-3 * np.log10(cfg["lr"]) / 4 - 4 + 0.3 * rng.standard_normal())
+        rows.append(KBRow("heat1d", cfg, float(err)))
+    kb = KnowledgeBase(rows)
+    official = exploration_scores(rows, SPACE.params, "official")
+    categorical = exploration_scores(rows, SPACE.params, "categorical")
+    assert official != categorical
+    assert {"lr", "width", "depth", "n_domain", "n_boundary"} <= set(CONTINUOUS_PARAMS)
+    assert max(official, key=lambda p: official[p]) == "lr"
+    assert parameter_stats(kb, SPACE).scores == pytest.approx(official)  # the default is the release's
+    assert parameter_stats(kb, SPACE, scoring="categorical").scores == pytest.approx(categorical)
+    with pytest.raises(ValueError, match="scoring"):
+        parameter_stats(kb, SPACE, scoring="bayes")
+
+
+def test_exploration_scores_skip_diverged_runs_and_non_numeric_values() -> None:
+    from icml25.physics.pinnsagent.knowledge import exploration_scores
+
+    rng = np.random.default_rng(1)
+    rows = [KBRow("heat1d", SPACE.sample(rng), float(10 ** rng.uniform(-3, 0))) for _ in range(12)]
+    base = exploration_scores(rows, SPACE.params)
+    bad = [*rows, KBRow("heat1d", SPACE.sample(rng), math.inf), KBRow("heat1d", SPACE.sample(rng), math.nan)]
+    assert exploration_scores(bad, SPACE.params) == pytest.approx(base)
+    odd = dict(SPACE.sample(rng), lr="['Burgers1D']")  # a shifted CSV cell, as in the release's data
+    assert math.isfinite(exploration_scores([*rows, KBRow("heat1d", odd, 0.1)], SPACE.params)["lr"])
+    assert all(v == 1.0 for v in exploration_scores(bad[-2:], SPACE.params).values())
+
+
+def test_knowledge_base_is_built_once_and_shared_by_the_seeds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.physics.pinnsagent.check import _knowledge_base
+
+    cfg = dataclasses.replace(CHECK.config("tiny"), model="")
+    assert _knowledge_base(cfg) is _knowledge_base(cfg)
+    ctx = RunContext(slug=CHECK.slug, scale="tiny", run_dir=tmp_path, reporter=NullReporter())
+    a, b = CHECK.run_seed(cfg, 0, ctx), CHECK.run_seed(cfg, 1, ctx)
+    assert a.metrics["kb_best"] == b.metrics["kb_best"]
+    assert a.metrics["default_config"] == b.metrics["default_config"]
+    n = len(cfg.pdes)
+    for arm, rows in a.items.items():
+        assert rows["best_log_l2"].shape == (n,), arm
+    assert "pinnsagent_llm" not in a.metrics  # model="" skips the LLM arm
+
+
+def test_claim_follows_the_protocol() -> None:
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert set(claim.references) == {"default_config", "kb_best"}
+    assert {g.name for g in claim.gates_at("small")} == {"search_has_headroom", "llm_replies_parse"}
+    head = claim.headline_criterion()
+    assert (head.arm, head.other_arm, head.smallest_effect) == ("pinnsagent", "random", 0.2)
+    for c in claim.criteria_at("small"):
+        assert c.other_arm is None or c.smallest_effect is not None
+    llm_gate = next(g for g in claim.gates if g.name == "llm_replies_parse")
+    assert llm_gate.guards == ("llm_beats_random",)
+    small = CHECK.config("small")
+    assert small.kb_per_pde >= 40 and small.scoring == "official"
+    assert max(small.space().values["n_domain"]) <= small.max_points

@@ -10,9 +10,12 @@ the paper's weights are not published), and a deterministic hashed character-tri
 the PDE's text description.
 
 The knowledge base also yields per-parameter statistics that guide the memory tree: the
-importance score of the released code (the spread of mean log-error across a parameter's values,
-times a success-rate dispersion factor) and per-value success rates (runs below the 25th
-percentile of their PDE's errors), averaged over the PDEs in the base.
+exploration score of the released code (``database/memory_tree.py``), computed per PDE and averaged
+over the PDEs in the base. A categorical parameter scores the spread of mean log-error across its
+values times a success-rate dispersion factor; a continuous one (learning rate, width, depth, point
+counts) scores the gap in mean log-error between the runs with its top and bottom third of values
+times (1 + |Spearman rho|). Per-value success rates (runs below the 25th percentile of their PDE's
+errors) are our addition: they shape the tree's prior and the scripted planner's value choice.
 """
 
 from __future__ import annotations
@@ -196,16 +199,115 @@ class ParamStats:
     success: dict[str, dict[Any, float]]
 
 
-def parameter_stats(kb: KnowledgeBase, space: SearchSpace, quantile: float = 0.25) -> ParamStats:
+#: The numeric parameters the released code scores as continuous (``memory_tree.py``: lr, width,
+#: depth and the point counts); ``bc_weight``, numeric but absent from the release, is scored the same way.
+CONTINUOUS_PARAMS = ("lr", "width", "depth", "n_domain", "n_boundary", "bc_weight")
+
+#: How parameters are scored: ``official`` (categorical and continuous formulas of the release) or
+#: ``categorical`` (every parameter with the categorical formula: our first version, kept as a variant).
+SCORINGS = ("official", "categorical")
+
+
+def _valid_logs(rows: Sequence[KBRow]) -> tuple[list[KBRow], np.ndarray]:
+    """Rows with a finite positive error and their uncapped log10 errors (the release skips the rest)."""
+    keep = [r for r in rows if math.isfinite(r.l2rel) and r.l2rel > 0]
+    return keep, np.array([math.log10(r.l2rel) for r in keep])
+
+
+def _as_float(v: Any) -> float | None:
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def categorical_score(values: Sequence[Any], logs: np.ndarray) -> float:
+    """The release's categorical score: gap x min(1 + std of per-value success rates, 2).
+
+    ``gap`` = max - min over values of the mean log error; success = log error strictly below the
+    25th percentile of these runs; 0 when fewer than two values occur.
+    """
+    logs = np.asarray(logs, dtype=float)
+    if len(values) != len(logs):
+        raise ValueError(f"values and logs must have equal length, got {len(values)} and {len(logs)}")
+    groups: dict[Any, list[float]] = {}
+    for v, lg in zip(values, logs, strict=True):
+        groups.setdefault(v, []).append(float(lg))
+    if len(groups) <= 1:
+        return 0.0
+    means = np.array([np.mean(g) for g in groups.values()])
+    cut = np.percentile(logs, 25)
+    rates = [float(np.mean([m < cut for m in g])) for g in groups.values()]
+    return float((means.max() - means.min()) * min(1.0 + float(np.std(rates)), 2.0))
+
+
+def continuous_score(values: Sequence[float], logs: np.ndarray) -> float:
+    """The release's continuous score: |mean log error of the top third - bottom third by value| x
+    (1 + |Spearman rho(value, log error)|); 0 with fewer than 6 runs. As in the release, the top
+    "third" holds ceil(n/3) runs and the bottom one floor(n/3)."""
+    from scipy.stats import spearmanr
+
+    x = np.asarray(values, dtype=float)
+    logs = np.asarray(logs, dtype=float)
+    if x.shape != logs.shape:
+        raise ValueError(f"values and logs must have equal length, got {x.shape} and {logs.shape}")
+    n = len(x)
+    if n < 6:
+        return 0.0
+    srt = logs[np.argsort(x)]  # numpy's default (unstable) sort, as in the release: ties matter
+    # the release slices sorted[-n//3:], i.e. the top ceil(n/3) runs against the bottom floor(n/3)
+    gap = abs(float(np.mean(srt[(-n) // 3 :])) - float(np.mean(srt[: n // 3])))
+    if np.all(x == x[0]) or np.all(logs == logs[0]):
+        rho = 0.0
+    else:
+        r = float(spearmanr(x, logs)[0])
+        rho = abs(r) if math.isfinite(r) else 0.0
+    return gap * (1.0 + rho)
+
+
+def exploration_scores(
+    rows: Sequence[KBRow], params: Sequence[str], scoring: str = "official"
+) -> dict[str, float]:
+    """One PDE's exploration scores (``memory_tree.calculate_exploration_scores`` of the release).
+
+    Each parameter gets the continuous score if ``scoring == "official"`` and it is one of
+    :data:`CONTINUOUS_PARAMS`, else the categorical one; the scores are min-max normalised to [0, 1]
+    (all 0.5 when equal, all 1.0 when no run has a finite error).
+    """
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    keep, logs = _valid_logs(rows)
+    if not keep:
+        return dict.fromkeys(params, 1.0)
+    raw = {}
+    for p in params:
+        if scoring == "official" and p in CONTINUOUS_PARAMS:
+            pairs = [(_as_float(r.config.get(p)), lg) for r, lg in zip(keep, logs, strict=True)]
+            num = [(v, lg) for v, lg in pairs if v is not None]  # the release skips non-numeric values
+            raw[p] = continuous_score([v for v, _ in num], np.array([lg for _, lg in num]))
+        else:
+            cat = [(r.config.get(p), lg) for r, lg in zip(keep, logs, strict=True)]
+            cat = [(v, lg) for v, lg in cat if v is not None]
+            raw[p] = categorical_score([v for v, _ in cat], np.array([lg for _, lg in cat]))
+    lo, hi = min(raw.values()), max(raw.values())
+    return {p: (s - lo) / (hi - lo) if hi > lo else 0.5 for p, s in raw.items()}
+
+
+def parameter_stats(
+    kb: KnowledgeBase, space: SearchSpace, quantile: float = 0.25, scoring: str = "official"
+) -> ParamStats:
     """Per-parameter importance and per-value success rates from ``kb`` (see module docstring).
 
-    For every PDE with >= 2 rows: the score of a parameter is (max - min over its values of the mean
-    log10 error) x min(1 + std of per-value success rates, 2); scores are min-max normalised per
-    PDE and averaged over PDEs. Success rates are pooled with a +1/+2 (Laplace) prior, so values
-    never seen get 0.5.
+    Scores: :func:`exploration_scores` of every PDE with >= 2 rows, averaged over those PDEs (the
+    release's ``simulate_new_pde`` global scores; 0.5 with none). Success rates (our prior, used by the
+    tree and the scripted planner, not by the release's prompt): the share of a value's runs at or under
+    their PDE's ``quantile`` of log error (diverged runs count as 100), pooled over PDEs with a +1/+2
+    (Laplace) prior, so values never seen get 0.5.
     """
     if not 0 < quantile < 1:
         raise ValueError(f"quantile must be in (0, 1), got {quantile}")
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
     per_pde: list[dict[str, float]] = []
     hits: dict[str, dict[Any, float]] = {p: dict.fromkeys(v, 0.0) for p, v in space.values.items()}
     counts: dict[str, dict[Any, float]] = {p: dict.fromkeys(v, 0.0) for p, v in space.values.items()}
@@ -216,20 +318,13 @@ def parameter_stats(kb: KnowledgeBase, space: SearchSpace, quantile: float = 0.2
         logs = np.array([r.log_l2 for r in rows])
         cut = np.quantile(logs, quantile)
         succ = logs <= cut
-        scores = {}
         for p, values in space.values.items():
-            means, rates = [], []
             for v in values:
                 idx = [i for i, r in enumerate(rows) if r.config.get(p) == v]
                 if idx:
-                    means.append(float(logs[idx].mean()))
-                    rates.append(float(succ[idx].mean()))
                     hits[p][v] += float(succ[idx].sum())
                     counts[p][v] += len(idx)
-            gap = max(means) - min(means) if len(means) > 1 else 0.0
-            scores[p] = gap * min(1.0 + float(np.std(rates)) if rates else 1.0, 2.0)
-        lo, hi = min(scores.values()), max(scores.values())
-        per_pde.append({p: (s - lo) / (hi - lo) if hi > lo else 0.0 for p, s in scores.items()})
+        per_pde.append(exploration_scores(rows, space.params, scoring))
     avg = {p: float(np.mean([d[p] for d in per_pde])) if per_pde else 0.5 for p in space.values}
     success = {
         p: {v: (hits[p][v] + 1.0) / (counts[p][v] + 2.0) for v in vals} for p, vals in space.values.items()
