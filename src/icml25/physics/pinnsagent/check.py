@@ -50,7 +50,7 @@ Tiny scale checks only that the pipeline runs (two PDEs, a tiny randomly initial
 character-level tokenizer, both built in code, as the "LLM"; its noise exercises the fallback).
 
 Deviations (config flags in brackets): seven small PDEs with closed-form or Cole-Hopf references
-instead of PINNacle's 14; trainings of ``steps`` = 200 steps instead of 20,000; a reduced search space
+instead of PINNacle's 14; trainings of ``steps`` = 150 steps instead of 20,000; a reduced search space
 (width <= ``max_width``, depth <= ``max_depth``, point counts <= ``max_points``); a knowledge base of
 40 random runs per PDE instead of 136-369 converged ones; a scripted planner as the headline arm and a
 135M model instead of GPT-4o for the LLM arm; the relative L2 error instead of the MSE (the scores are
@@ -136,7 +136,7 @@ class PINNsAgentCheckConfig:
         "burgers1d",
         "allen_cahn1d",
     )
-    steps: int = 200
+    steps: int = 150
     max_width: int = 32
     max_depth: int = 4
     max_points: int = 256
@@ -145,7 +145,7 @@ class PINNsAgentCheckConfig:
     budget: int = 5
     c: float = 1.0
     temperature: float = 0.7
-    max_tokens: int = 40
+    max_tokens: int = 32
     encoder: str = "labels"
     scoring: str = "official"
     win_fraction_min: float = 0.5
@@ -292,7 +292,7 @@ CLAIM = Claim(
         "Headline arm = LLM-free surrogate of the planner (scripted, a labelled control) on the paper's "
         "PGKR + memory tree; pinnsagent_llm = the embedded SmolLM2-135M-Instruct as planner (behind a "
         "scoped gate). 7 small PDEs (Poisson 1-D/2-D, heat, wave, advection, Burgers via Cole-Hopf, "
-        "manufactured Allen-Cahn); 200-step PINN trainings; knowledge base of 40 random trainings per PDE "
+        "manufactured Allen-Cahn); 150-step PINN trainings; knowledge base of 40 random trainings per PDE "
         "built once and shared by the seeds, used leave-one-out; the release's exploration scores; 5 "
         "trainings per search (paper: GPT-4o, 14 PINNacle PDEs, 20k iterations, 136-369 runs per PDE)."
     ),
