@@ -70,6 +70,10 @@ class ECONConfig:
         bne_step, bne_iters, bne_tol: two-stage coordination (0.1, 5, 0.01).
         use_others: belief networks also read the others' previous responses.
         reward_weights: fixed (AL, TS, CC) weights (0.3, 0.5, 0.2).
+        team_reward: every agent is trained on one team reward, the mean of the agents' shaped
+            rewards (the public code's environment returns one reward per step: a common-payoff
+            game); ``False`` trains agent ``i`` on its own shaped reward ``r_i`` (a general-sum
+            game; our earlier default).
         dynamic_weights: learn the reward weights instead (initial 0.4, 0.4, 0.2).
         eval_every: NashConv/regret logging period (updates).
     """
@@ -94,6 +98,7 @@ class ECONConfig:
     use_others: bool = True
     reward_weights: tuple[float, float, float] = (0.3, 0.5, 0.2)
     dynamic_weights: bool = False
+    team_reward: bool = True
     eval_every: int = 20
 
     def __post_init__(self) -> None:
@@ -173,6 +178,13 @@ class EmpiricalGame:
         """``(A, ..., A, N)`` agent rewards of question ``q`` under reward ``weights``."""
         shape = (self.n_actions,) * self.n_agents + (self.n_agents,)
         return (self.components[q] @ weights).reshape(shape)
+
+    def common_payoffs(self, q: int) -> np.ndarray:
+        """``(A, ..., A, N)`` common payoff of question ``q``: the commitment's correctness, the
+        same for every agent. The one yardstick on which every learner's NashConv is compared
+        (neither ECON's shaped rewards nor the ablation's own-correctness reward)."""
+        shape = (self.n_actions,) * self.n_agents
+        return np.repeat(self.team[q].reshape(shape)[..., None], self.n_agents, axis=-1)
 
     def oracle(self, q: int) -> float:
         """Best achievable commitment correctness over joint strategies."""
@@ -319,6 +331,8 @@ class ECONTrainer:
         c = self.config
         w = torch.tensor(self.reward_weights, dtype=torch.float32)
         r = comp @ w  # (B, N)
+        if c.team_reward:  # one team reward (public code): a common-payoff game
+            r = r.mean(1, keepdim=True).expand_as(r)
         q_all = out["q"]
         q_chosen = q_all.gather(-1, act[..., None]).squeeze(-1)
         td_i = ((q_chosen - r) ** 2).mean(0)  # (N,)
@@ -419,10 +433,11 @@ class ECONTrainer:
         return Decision(np.array(acts), np.array(weights), votes, np.array(toks), np.array(profiles))
 
     def nash_conv(self, questions: Sequence[int]) -> float:
-        """Bayesian NashConv of the learned stochastic profile on ``questions`` (agent rewards as payoffs)."""
+        """Bayesian NashConv of the learned stochastic profile on ``questions``, on the common
+        payoff (the commitment's correctness, :meth:`EmpiricalGame.common_payoffs`), the same
+        yardstick for ECON and for the ablation."""
         dec = self.decide(questions)
-        w = self.reward_weights
-        pay = np.stack([self.game.payoffs(q, w) for q in questions])
+        pay = np.stack([self.game.common_payoffs(q) for q in questions])
         prof = dec.profiles.astype(np.float64)
         prof = prof / prof.sum(-1, keepdims=True)
         return bayesian_nash_conv(pay, prof)
