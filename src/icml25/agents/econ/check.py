@@ -102,10 +102,7 @@ from .trainer import ECONConfig, ECONTrainer, EmpiricalGame, IndependentLearners
 
 #: smallest accuracy gain of interest (declared: ECON >= self-consistency + 2 points)
 ACC_EFFECT = 0.02
-ACC_SOURCE = (
-    "declared: ECON >= self-consistency + 2 points at equal N "
-    "(the paper reports +11.2 % on average)"
-)
+ACC_SOURCE = "declared: ECON >= self-consistency + 2 points at equal N (the paper reports +11.2 % on average)"
 NASH_EFFECT = 0.02
 NASH_SOURCE = "declared: 2 points of team accuracy available to the best unilateral deviations"
 TOKEN_EFFECT = math.log(1.1)
