@@ -53,6 +53,16 @@ LLM path. Gates: ``oracle_solves`` (oracle accuracy >= 0.99: data, compiler and 
 Outcome at ``small`` before this design (seeds 0-2, 2026-12-04, 408 s loaded): not reproduced,
 SmolLM2-135M solved 0 of 9 problems in every arm with token caps (24/64) below the reference
 answers' length and a budget of 24 completions.
+
+Outcome at ``small`` with this design (seeds 0-2, 2026-12-05, 211 CPU s; 769 s wall at load 9-11):
+not reproduced, decisively. Gates hold (oracle 1.0, single sample 0.19). Flat best-of-N (0.97) beats
+MCTS (0.78): paired difference -0.19, 95 % CI [-0.42, 0], below the smallest effect. Priors help
+(MCTS without them 0.33; CI [+0.11, +0.75]); pruning merges 64 % of the valid candidates but lowers
+accuracy (MCTS without pruning 1.00; CI [-0.42, -0.08]). A likely reason (not traced node by
+node): at 96 generations MCTS explores about five leaves; the pruned tree keeps distinct children,
+so after a wrong leaf UCT tries a sibling near the root and pays up to four expansions per new
+path, while unpruned children are mostly copies of the right part. SmolLM2 solves no problem
+(llm_solves_some = 0), so llm_beats_flat is not judged.
 """
 
 from __future__ import annotations
@@ -433,7 +443,7 @@ def _run_arms(
             prefix + "accuracy_1e-4": float(np.mean(acc4)),
             prefix + "coverage": float(np.mean(cover)),
             prefix + "solved_fraction": float(np.mean(solved)),
-            prefix + "llm_requests": float(np.mean(requests)),
+            prefix + "requests": float(np.mean(requests)),
             prefix + "generations": float(np.mean(completions)),
             prefix + "completions_all_roles": float(np.mean(total)),
             prefix + "pruned_fraction": float(sum(pruned) / sum(valid)) if sum(valid) else 0.0,
