@@ -141,17 +141,40 @@ def test_cluster_equivalent_greedy() -> None:
 
 def test_rank_priors_and_uct() -> None:
     priors = rank_priors([[2, 0, 1], [2, 1, 0]], 3)
-    assert (
-        priors[2] == pytest.approx(0.75)
-        and priors[0] == pytest.approx(0.5)
-        and priors[1] == pytest.approx(0.25)
-    )
+    # candidates 0 and 1 tie (sum 3); as in the official argsort the later-sampled one ranks higher
+    np.testing.assert_allclose(priors, [0.25, 0.5, 0.75])
+    np.testing.assert_allclose(rank_priors([[1, 0, 2]], 3), [0.5, 0.75, 0.25])
     with pytest.raises(ValueError):
         rank_priors([[0, 0, 1]], 3)
     assert uct_score(0.7, 0.0, 0, 1) == pytest.approx(0.7)
     assert uct_score(0.5, 1.0, 2, 4, lam=0.5, w_exp=1.0) == pytest.approx(
         0.25 + 0.25 + np.sqrt(np.log(4) / 2)
     )
+
+
+def _official_priors(orders: list[list[int]], k: int) -> np.ndarray:
+    """The official ``update_rank`` + ``get_normalized_rank`` (utils_prompt.py), restated."""
+    totals = {i: 0 for i in range(k)}
+    for order in orders:
+        for pos, i in enumerate(order, 1):
+            totals[i] += pos
+    values = np.array(list(totals.values()))
+    desc = np.argsort(-values)
+    ranks = np.empty_like(desc)
+    ranks[desc] = np.arange(len(values))
+    return np.linspace(0, 1, len(values) + 2)[1:-1][ranks]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(2, 8).flatmap(
+        lambda k: st.tuples(st.just(k), st.lists(st.permutations(range(k)), min_size=1, max_size=5))
+    )
+)
+def test_rank_priors_match_the_official_aggregation(case: tuple[int, list[list[int]]]) -> None:
+    """Bit-identical to the official code, ties included (ours used to favour the earlier candidate)."""
+    k, orders = case
+    np.testing.assert_array_equal(rank_priors(orders, k), _official_priors(orders, k))
 
 
 def test_budget_accounting() -> None:

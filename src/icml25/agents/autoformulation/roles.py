@@ -268,22 +268,27 @@ def _parse_score(reply: str) -> float:
 
 
 def rank_priors(orders: Sequence[Sequence[int]], k: int) -> np.ndarray:
-    """Priors from rankings (official ``ranking`` local scoring): sum each candidate's positions
-    over the rankings; by ascending sum, candidates get ``linspace(0, 1, k + 2)[1:-1]`` descending."""
+    """Priors from rankings (official ``ranking`` local scoring, ``update_rank`` and
+    ``get_normalized_rank``): sum each candidate's positions over the rankings; by descending sum,
+    candidates get ``linspace(0, 1, k + 2)[1:-1]`` ascending. Equal sums are broken as the official
+    ``argsort`` does (numpy's default sort; for a few equal sums the later-sampled candidate gets
+    the higher prior)."""
     if not isinstance(k, int) or k <= 0:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if not orders:
         raise ValueError("orders must be non-empty")
-    totals = np.zeros(k)
+    totals = np.zeros(k, dtype=np.int64)
     for order in orders:
         if sorted(order) != list(range(k)):
             raise ValueError(f"each order must be a permutation of 0..{k - 1}, got {list(order)}")
         for pos, i in enumerate(order):
-            totals[i] += pos
-    values = np.linspace(0, 1, k + 2)[1:-1][::-1]
-    priors = np.empty(k)
-    priors[np.argsort(totals, kind="stable")] = values
-    return priors
+            totals[i] += pos + 1  # official ranks are 1-based integers
+    values = np.linspace(0, 1, k + 2)[1:-1]
+    ranks = np.empty(k, dtype=int)
+    # worst (largest sum) first, with numpy's default sort as in the official code (its order of
+    # equal sums is numpy's, not guaranteed stable)
+    ranks[np.argsort(-totals)] = np.arange(k)
+    return values[ranks]
 
 
 # -- labelled scripted control ------------------------------------------------------------------
