@@ -12,7 +12,7 @@ trajectories.
 
 Arms:
     pde_transformer  MC PDE-Transformer (D = 32, 2 heads, patch 4, depths [2,2,2,2,2], CPB hidden 64:
-                     the brief's "tiny" shape, 1.57M parameters; window 2 at small scale, the largest
+                     our "tiny" shape, 1.57M parameters; window 2 at small scale, the largest
                      window a 32^2 grid admits with two down-sampling levels)
     dit              DiT (global attention, patch 4, adaLN-Zero, sin-cos positions), depth 5 and the
                      width whose parameter count is closest to the PDE-Transformer's; the same number
@@ -59,10 +59,11 @@ steps of direct prediction left the PDE-Transformer worse than copying). Gray-Sc
 32^2 grid (copying scores 0.004), so Kolmogorov flow, also one of the paper's 16 families, takes its
 place.
 Other deviations: 400 AdamW steps of batch 8 (the paper trains 100 epochs of 16 PDEs at 256^2 on GPUs);
-lrs 2e-3 and 4e-3; 24 train / 6 test / 4 validation trajectories of 11 stored frames per family; the SC
-variant is implemented and tested but not trained here. Seeds change the simulated data, the
-initialisation and the batch order. The wall-clock half of the claim is measured by ``bench.py``
-(``icml25 bench pde_transformer``).
+lrs 1e-3, 2e-3 and 4e-3 (the first run of this design swept {2e-3, 4e-3} and every arm chose 2e-3, the
+bottom of the grid, so 1e-3 was added before the second run; criteria unchanged); 24 train / 6 test / 4
+validation trajectories of 11 stored frames per family; the SC variant is implemented and tested but not
+trained here. Seeds change the simulated data, the initialisation and the batch order. The wall-clock half
+of the claim is measured by ``bench.py`` (``icml25 bench pde_transformer``).
 
 History (kept in the result history): the first three protocols (64^2, direct prediction, frames at
 the families' spacing, unpaired means) all gave "not reproduced": the equal-steps DiT reached the lower
@@ -352,9 +353,9 @@ CLAIM = Claim(
         "frames each; ~1.6M-parameter models predicting the change of the state (x + net(x), every arm); "
         "400 AdamW steps of batch 8 (cosine, label dropout 0.1) for the PDE-Transformer and the equal-steps "
         "DiT, and the same FLOPs (~110 steps) for the equal-FLOPs DiT, on the same batches; each arm's lr "
-        "chosen from {2e-3, 4e-3} on validation 1-step nRMSE (seed 0); 3 seeds; references: copying the "
-        "input and a fitted per-family damping. The paper trains 33M-700M parameter models on 16 families "
-        "at 256^2 for 100 epochs; absolute nRMSE is not comparable."
+        "chosen from {1e-3, 2e-3, 4e-3} on validation 1-step nRMSE (seed 0); 3 seeds; references: copying "
+        "the input and a fitted per-family damping. The paper trains 33M-700M parameter models on 16 "
+        "families at 256^2 for 100 epochs; absolute nRMSE is not comparable."
     ),
 )
 
@@ -576,6 +577,7 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
             model=PDETransformerConfig(
                 hidden_size=32, num_heads=2, depth=(2, 2, 2, 2, 2), window_size=2, patch_size=4, cpb_hidden=64
             ),
+            lrs=(1e-3, 2e-3, 4e-3),
         ),
         "full": PDETransformerCheckConfig(
             families=tuple(PDE_FAMILIES),
