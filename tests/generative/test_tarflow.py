@@ -701,3 +701,43 @@ def test_from_pretrained_names_what_is_wrong(tmp_path) -> None:
     with pytest.raises(ValueError, match="torch_dtype"):
         (folder / "config.json").write_text(json.dumps(config))
         TarFlow.from_pretrained(folder, torch_dtype=torch.int64)
+
+
+def test_figures_draw_when_a_diverged_run_stopped_early(tmp_path) -> None:
+    """A run whose loss went non-finite stops early, so its curves are shorter than the other seed's;
+    the figures use the common prefix instead of failing (the second small run of issue 41 lost its
+    figures this way)."""
+    from icml25.core.check import SeedOutcome
+    from icml25.generative.tarflow.check import CHECK
+
+    config = CHECK.config("small")
+
+    def outcome(n_steps: int) -> SeedOutcome:
+        curve = {
+            "steps": list(range(1, n_steps + 1)),
+            "train_bpd": [3.0] * n_steps,
+            "val_steps": list(range(20, n_steps + 1, 20)),
+            "val_bpd": [2.5] * (n_steps // 20),
+        }
+        return SeedOutcome(
+            metrics={},
+            series={
+                "curves": {arm: curve for arm in config.arms},
+                "samples": {arm: np.zeros((10, 64)).tolist() for arm in config.arms},
+            },
+        )
+
+    class Ctx:
+        def __init__(self) -> None:
+            self.saved: list[str] = []
+
+        def save_figure(self, fig, name: str, caption: str) -> None:  # type: ignore[no-untyped-def]
+            import matplotlib.pyplot as plt
+
+            fig.savefig(tmp_path / f"{name}.png")
+            plt.close(fig)
+            self.saved.append(name)
+
+    ctx = Ctx()
+    CHECK.make_figures(config, [outcome(800), outcome(40)], ctx)  # type: ignore[arg-type]
+    assert ctx.saved == ["training_curves", "samples"]

@@ -65,10 +65,14 @@ and without the denoising step.
 
 Choices and deviations (ours): head dim 16 instead of 64, for size; a P=1 variant is a config override
 (``patch_size=1``); the official lr 1e-4 is for far larger models (a pilot on seed 0 gave TarFlow 2.35
-validation bits/dim at 2e-3 and 2.24 at 4e-3 on the plain digits). The first small run of this
-protocol (grid (4e-3, 8e-3), run 20261205T212104974132Z-2850ec) had both models choose 8e-3, the top of
-the grid, TarFlow by a wide margin (validation 2.225 against 2.432 at 4e-3; coupling 2.095 against
-2.102), so the grid moved up to (8e-3, 1.6e-2, 3.2e-2), criteria and thresholds unchanged.
+validation bits/dim at 2e-3 and 2.24 at 4e-3 on the plain digits), hence the grid (4e-3, 8e-3).
+Both models chose 8e-3 in the first small run of this protocol (run 20261205T212104974132Z-2850ec), so
+the second (run 20261205T215022064880Z-942c04) tried (8e-3, 1.6e-2, 3.2e-2), criteria unchanged: the
+coupling flow kept 8e-3 (2.095 validation against 2.144 at 1.6e-2 and 3.306 at 3.2e-2), TarFlow chose
+1.6e-2 by 0.014 bits/dim (2.211 against 2.225; 3.2e-2 diverged), and at that rate seed 1 diverged
+within 40 steps, so the gates tarflow_learns and tarflow_not_overfit failed (inconclusive). The
+default stays (4e-3, 8e-3): 1.6e-2 is at the edge of stability with the 10-step warm-up and bought
+TarFlow a tenth of its 0.13 bits/dim gap on seed 0.
 
 Earlier protocols on the plain 1293 digits (2 seeds each, mean test bits/dim): (1) lr 1e-3, 400
 steps, K = 1: tarflow 2.724, coupling 2.318, noflip 3.242; (2) lr grid up to 4e-3, 800 steps, K = 4:
@@ -143,7 +147,7 @@ class TarFlowCheckConfig:
     ablation: bool = False  # train the tarflow_noflip arm (judged by flip_helps at full)
     steps: int = 800
     batch_size: int = 64
-    lrs: tuple[float, ...] = (8e-3, 1.6e-2, 3.2e-2)
+    lrs: tuple[float, ...] = (4e-3, 8e-3)
     sweep_seed: int = 0
     warmup_steps: int = 10
     eval_every: int = 20
@@ -711,10 +715,11 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
                 color=colors[arm],
                 linestyle=style,
             )
+            m = min(len(c["val_bpd"]) for c in curves)  # a diverged run stops early: common prefix
             plot_band(
                 axes[1],
-                curves[0]["val_steps"],
-                [c["val_bpd"] for c in curves],
+                curves[0]["val_steps"][:m],
+                [c["val_bpd"][:m] for c in curves],
                 label=arm,
                 color=colors[arm],
                 linestyle=style,
