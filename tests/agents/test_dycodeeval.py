@@ -164,9 +164,18 @@ def test_wrong_format_llm_rejection_and_model_errors(tasks: list[CodeTask]) -> N
     report = DyCodeEvalGenerator(model, cfg, seed=0).generate(tasks[1:2])
     assert report.scenarios == ("Retail: shelf restocking",)
     assert report.proposer_fallbacks == 2
+    # the context reply has no <context> tag: rejected, as the official code, and never rewritten
+    assert [(r.stage, r.reason) for r in report.records] == [("format", "no <context> tag")]
+    assert not any("rewriter" in m[0]["content"] for m in model.calls)
+
+    lenient = ScriptedChatModel(
+        _responder(rewrite="<new_problem>Add two shelf counts.</new_problem>", validator="No")
+    )
+    report = DyCodeEvalGenerator(lenient, replace(cfg, lenient_tags=True), seed=0).generate(tasks[1:2])
     assert [r.stage for r in report.records] == ["llm_validator"]
     assert report.records[0].context_fallback and not report.records[0].rewrite_fallback
-    assert any("Problem B: Add two shelf counts." in m[-1]["content"] for m in model.calls)
+    assert any("Problem B: Add two shelf counts." in m[-1]["content"] for m in lenient.calls)
+    cfg = replace(cfg, lenient_tags=True)  # the cases below test the later stages
 
     empty = ScriptedChatModel(_responder(rewrite="```python\nx```", validator="Yes"))
     report = DyCodeEvalGenerator(empty, cfg, seed=0).generate(tasks[1:2])
@@ -289,7 +298,9 @@ def test_contaminate_fits_leaked_solutions_and_leaves_the_original(tasks: list[C
     torch.manual_seed(0)
     model = _TinyCausalLM()
     before = [p.detach().clone() for p in model.parameters()]
-    tuned, history = contaminate(model, _CharTokenizer(), tasks[1:3], epochs=4, lr=1e-2, seed=0)
+    tuned, history = contaminate(
+        model, _CharTokenizer(), tasks[1:3], epochs=4, lr=1e-2, seed=0, method="full"
+    )
     assert len(history) == 4 and history[-1] < history[0]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert torch.equal(tuned.embed.weight, model.embed.weight)  # embeddings frozen by default
@@ -297,6 +308,8 @@ def test_contaminate_fits_leaked_solutions_and_leaves_the_original(tasks: list[C
     assert not tuned.training
     with pytest.raises(ValueError, match="epochs"):
         contaminate(model, _CharTokenizer(), tasks[1:2], epochs=0)
+    with pytest.raises(ValueError, match="method"):
+        contaminate(model, _CharTokenizer(), tasks[1:2], method="qlora")
 
 
 def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
@@ -305,10 +318,16 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
     result = CHECK.run(
         "full",
         seeds=[0],
-        overrides={"model": "simulated", "n_problems": 2, "context_num": 1, "preservation_check": False},
+        overrides={
+            "model": "simulated",
+            "n_problems": 4,
+            "context_num": 1,
+            "template_variants": 1,
+            "preservation_check": False,
+        },
     )
     assert result.metrics["dycodeeval"]["proposed"].mean == 2
-    assert "inflation_leaked" in result.metrics["static"]
+    assert "inflation" in result.metrics["static"]
     with pytest.raises(ValueError, match="leak_fraction"):
         replace(full, leak_fraction=1.0)
 
@@ -374,10 +393,82 @@ def test_roles_from_an_openai_compatible_endpoint_end_to_end(
     stored = json.dumps(result.to_json())
     assert "sk-never-stored-123" not in stored  # the key is never stored
     assert "openai:roles-under-test" in result.claim["setup_notes"]
-    assert any("roles played by openai:roles-under-test" in n for n in result.notes)
+    assert any("llm_rewrite roles: openai:roles-under-test" in n for n in result.notes)
     assert str(result.verdict) == "inconclusive"  # nothing accepted: measured what it could, no crash
 
 
 def test_an_endpoint_cannot_be_the_fine_tuned_code_model() -> None:
     with pytest.raises(ValueError, match="roles_model"):
         CHECK.config("tiny", {"model": "openai:some-model"})
+
+
+def test_lora_contamination_trains_adapters_and_merges_them() -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config).eval()
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    leaked = [CodeTask.from_humaneval(p) for p in load_humaneval(["HumanEval/53"])]
+    tuned, history = contaminate(model, _CharTokenizer(), leaked, epochs=6, lr=1e-2, seed=0)
+    assert history[-1] < history[0]
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())  # original untouched
+    after = tuned.state_dict()
+    assert set(after) == set(before)  # adapters merged away: a plain model again
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(("q_proj" in k or "v_proj" in k) for k in changed)  # only the adapted layers
+
+
+def test_humaneval_115_keeps_its_import_and_loses_its_old_text() -> None:
+    (problem,) = load_humaneval(["HumanEval/115"])
+    task = CodeTask.from_humaneval(problem)
+    assert task.instruction.startswith("You are given a rectangular grid of wells")
+    variant = task.with_instruction("Count bucket lowerings for the farm.", task_id="v", scenario="s")
+    assert "import math" in variant.prompt and "Count bucket lowerings" in variant.prompt
+    assert "rectangular grid of wells" not in variant.prompt
+    assert "Example 1:" in variant.prompt  # the examples stay
+    assert ExecutionValidator().check(task, variant) == (True, "")
+
+
+def test_signature_only_control_swaps_the_instruction_only(tasks: list[CodeTask]) -> None:
+    from icml25.agents.dycodeeval.check import signature_only_tasks
+
+    controls = signature_only_tasks(tasks[:2], donors=tasks)
+    for task, control in zip(tasks[:2], controls, strict=True):
+        assert control.task_id == task.task_id + "#sig" and control.seed_id == task.seed_id
+        assert control.instruction != task.instruction
+        assert control.instruction in {t.instruction for t in tasks}
+        assert function_signature(control.prompt, control.entry_point) == function_signature(
+            task.prompt, task.entry_point
+        )
+        assert control.demo_str == task.demo_str and control.test == task.test
+    with pytest.raises(ValueError, match="donor"):
+        signature_only_tasks(tasks[:1], donors=tasks[:1])
+
+
+def test_tiny_pairs_the_same_leaked_seeds_in_every_arm() -> None:
+    result = CHECK.run("tiny", seeds=[0])
+    static = result.metrics["static"]["inflation"].mean
+    assert static == 1.0  # the simulated memoriser recalls every leaked original
+    assert result.metrics["dycodeeval"]["inflation"].mean == 0.0  # and none of their variants
+    assert result.metrics["signature_only"]["inflation"].mean == 0.0
+    assert result.metrics["unleaked"]["inflation"].mean == 0.0
+    assert result.metrics["dycodeeval"]["leaked_coverage"].mean == 1.0
+    claim = CHECK.claim_for(CHECK.config("small"))
+    assert claim.references == ("signature_only", "unleaked")
+    assert claim.headline_criterion().smallest_effect == 0.2
+    assert {g.name for g in claim.gates_at("small")} == {
+        "contamination_shows",
+        "variants_cover_leaked",
+        "llm_rewrites_validated",
+    }

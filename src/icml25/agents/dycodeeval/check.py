@@ -2,51 +2,52 @@
 Models Under Data Contamination* (Chen et al., ICML 2025, https://arxiv.org/abs/2503.04149).
 
 The paper's contamination experiment (project page, contamination figure; ``overfit_train.py``):
-a code model fine-tuned on the canonical solutions of leaked benchmark problems gains Pass@1 on
-the leaked static problems, while its Pass@1 on DyCodeEval's rewritten variants stays flat.
+a code model fine-tuned (LoRA) on the canonical solutions of leaked benchmark problems gains Pass@1
+on the leaked static problems, while its Pass@1 on DyCodeEval's rewritten variants stays flat.
 
-Setup here (``small``): the embedded SmolLM2-135M-Instruct is both the generator LLM of the four
-roles and the code model. Seed problems: the ``n_problems`` HumanEval problems with the shortest
-prompt + solution (a small model can solve some of them). A seeded half of them leaks: a copy of
-the model is fully fine-tuned on their canonical solutions (the paper: LoRA on 1-3B models). Both
-models are evaluated greedily, through the sandbox, on every seed prompt (static) and on every
-validated variant (dynamic), split into leaked and unleaked seeds.
+Setup (``small``): the code model is the embedded SmolLM2-135M-Instruct; a copy of it is contaminated
+with LoRA (r = 8, alpha = 16, dropout 0.1, as ``overfit_train.py``) on the canonical solutions of a
+seeded half of the ``n_problems`` shortest HumanEval problems (the "leaked" seeds). Both models are
+evaluated greedily, through the sandbox. inflation = Pass@1(contaminated) - Pass@1(clean), per
+leaked seed (the items the runner pairs across arms, seeds x items bootstrap).
 
-Arms:
-    dycodeeval  Pass@1 on validated variants (mean over a seed's variants, then over seeds), dynamic
-                Pass@1 (one seeded draw per seed), its stability over 5 draws, DyPass@K, and the
-                generator's variant statistics and diversity.
-    static      Pass@1 on the original prompts.
+Arms (every one on the SAME leaked seeds, those with a validated variant):
+    dycodeeval      ours: the seed's validated variants, written by the template control of the four
+                    roles (a labelled control of known quality: a scenario sentence in front of the
+                    original instruction; kept only if the canonical solution still passes under it).
+    static          baseline: the original prompts.
+    signature_only  reference and control: same signature and examples, an unrelated instruction
+                    (the next seed's). It separates memorisation keyed on the signature (inflation
+                    stays) from memorisation keyed on the docstring (inflation goes away).
+    unleaked        reference (floor): the contaminated model's inflation on the seeds that did not
+                    leak, original prompts (what fine-tuning does to problems it never saw).
+    llm_rewrite     the same claim with variants written by the four roles played by an LLM
+                    (``roles_model``, default the embedded SmolLM2), on the leaked seeds that got a
+                    validated LLM variant; judged behind a scoped gate on how many did.
 
-Choices, declared before any small-scale number was seen:
-* inflation = Pass@1(contaminated) - Pass@1(clean) on the leaked seeds.
-* Criteria: static inflation >= 0.3 (contamination works on the static benchmark); dynamic
-  inflation <= 0.5 x static inflation ("much less"); the clean model's Pass@1 on variants is at
-  most 0.2 below its static Pass@1 over all seeds (variants are not harder).
-* A seed without a validated variant contributes nothing to dynamic metrics; if no leaked seed has
-  one, the dynamic inflation is NaN and the verdict is inconclusive.
-* One seed at ``small`` (the LLM work fills the budget); seeds change the leaked split, the
-  proposer's and rewriter's sampling, and the fine-tuning order.
-* ``tiny`` (smoke, < 20 s, no model) runs the same pipeline with the template control for the roles
-  and a simulated code model pair (clean: returns ``None``; contaminated: returns the stored
-  solution when the prompt is exactly a leaked original), labelled as such.
-* ``small`` also runs the template control over all 164 HumanEval problems and reports the share
-  whose canonical solution still passes under the variant prompt (our check that the rewriting
-  preserves semantics, the metamorphic relation the paper relies on).
+Choices, declared before any small-scale number of this design was seen:
+* Gates: ``contamination_shows`` static inflation >= 0.3 (the contamination works on the static
+  benchmark; below it there is nothing to hide). ``variants_cover_leaked`` at least 0.9 of the leaked
+  seeds have a validated template variant (static and dynamic are judged on the same seeds).
+  ``llm_rewrites_validated`` (scoped: guards only ``llm_dynamic_inflation_less``) at least half the
+  leaked seeds have a validated LLM variant.
+* Headline ``dynamic_inflation_less``: paired interval of dycodeeval.inflation - static.inflation
+  below 0, smallest effect 0.2 Pass@1. Source: the paper's figure shows static Pass@1 on leaked
+  problems climbing towards 1 with the leaked share while dynamic Pass@1 stays flat; a fifth of the
+  Pass@1 scale is a stated fraction well inside that gap (the figure's numbers were not recovered).
+* ``variants_not_harder``: the clean model loses at most 0.2 Pass@1 on variants vs the originals.
+* 10 problems, 2 seeds at ``small`` (10 leaked items); seeds change the leaked split, the scenarios,
+  the LLM roles' sampling and the fine-tuning order.
+* ``tiny`` (smoke, < 10 s, no model) runs the same pipeline with the template control and a simulated
+  code-model pair (clean: returns ``None``; contaminated: returns the stored solution when the prompt
+  is exactly a leaked original), labelled as such.
 
-Deviations from the paper, our choices for a CPU budget: the contaminated code model is a real
-small LLM (SmolLM2-135M, fully fine-tuned), so the memorisation being measured is real, not
-simulated; the leak fractions {0, .25, .5, .75, 1} of the official ``overfit_train.py`` over all of
-HumanEval and MBPP do not fit, so one leak fraction (0.5), 8 seeds, 3 scenarios each. Parameter
-renaming by the template control is not implemented (scenario preamble only); the LLM path keeps
-the signature, as the official ``replace_docstring`` does.
-
-Outcome at ``small`` (seed 0, 2026-12-02): not reproduced. Fine-tuning inflates static Pass@1 on
-the leaked seeds by 0.75, and Pass@1 on their validated variants by 0.67. Two reasons, both
-measured: the variants keep the function name and signature (as in the paper), and the fine-tuned
-135M model recalls the memorised body from them whatever the docstring says; and SmolLM2-135M is
-a poor rewriter (most rewrites are off-topic; the LLM validator rejects about half, and the
-execution check cannot see docstring meaning), so the variants test little beyond the signature.
+Deviations, each with its flag: LoRA on a 135M model at lr 1e-3 for a few epochs (``finetune_lr``,
+``finetune_epochs``; the paper: lr 5e-5, up to 20,000 steps on 1-3B models; ``finetune_method="full"``
+gives our earlier full fine-tuning); one leak fraction (0.5, ``leak_fraction``) instead of the sweep
+{0, .25, .5, .75, 1}; the template control writes the judged variants (``llm_rewrite`` holds the LLM
+path); short generations (``*_tokens``). Untagged role replies are rejected as in the official code
+(``lenient_tags=True`` accepts them).
 """
 
 from __future__ import annotations
@@ -87,14 +88,18 @@ class DyCodeEvalCheckConfig:
         model: the code model, which the check fine-tunes, so it needs weights:
             ``"smollm2-135m-instruct"`` (any name or folder ``load_causal_lm`` accepts) or
             ``"simulated"`` (template-control roles and a simulated code-model pair: smoke only).
-        roles_model: the model that plays the four roles (proposer, context, rewriter, validator);
-            ``""`` = the ``model``. Any ``load_chat_model`` spec: a local name or folder, or
-            ``"openai:NAME"`` for an OpenAI-compatible endpoint (``OPENAI_BASE_URL`` /
-            ``OPENAI_API_KEY``; the key is never stored or printed).
+        roles_model: the model that plays the four roles on the ``llm_rewrite`` path; ``""`` = the
+            ``model``. Any ``load_chat_model`` spec: a local name or folder, or ``"openai:NAME"``
+            for an OpenAI-compatible endpoint (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; the key is
+            never stored or printed).
+        llm_roles: run the ``llm_rewrite`` path (the roles played by an LLM).
         n_problems: seed problems (the shortest HumanEval problems).
         leak_fraction: share of seeds whose canonical solutions leak.
-        scenario_num, context_num, prompts_per_round, max_rounds: role pipeline (see DyCodeEvalConfig).
+        template_variants: template-control variants per seed (the judged ``dycodeeval`` arm).
+        scenario_num, context_num, prompts_per_round, max_rounds: LLM role pipeline (DyCodeEvalConfig).
         *_tokens: max new tokens per role and for solving.
+        lenient_tags: accept untagged role replies (default: rejected, as the official code).
+        finetune_method: ``"lora"`` (the paper's) or ``"full"``.
         finetune_epochs, finetune_lr: simulated contamination.
         dypass_ks: K values of DyPass@K.
         batch_size: conversations per generate call of the local model.
@@ -105,10 +110,12 @@ class DyCodeEvalCheckConfig:
 
     model: str = "smollm2-135m-instruct"
     roles_model: str = ""
-    n_problems: int = 8
+    llm_roles: bool = True
+    n_problems: int = 10
     leak_fraction: float = 0.5
-    scenario_num: int = 8
-    context_num: int = 3
+    template_variants: int = 1
+    scenario_num: int = 6
+    context_num: int = 2
     prompts_per_round: int = 4
     max_rounds: int = 2
     proposer_tokens: int = 80
@@ -116,10 +123,12 @@ class DyCodeEvalCheckConfig:
     rewriter_tokens: int = 128
     validator_tokens: int = 4
     solve_tokens: int = 128
-    finetune_epochs: int = 6
-    finetune_lr: float = 2e-4
-    dypass_ks: tuple[int, ...] = (1, 3)
-    batch_size: int = 8
+    lenient_tags: bool = False
+    finetune_method: str = "lora"
+    finetune_epochs: int = 10
+    finetune_lr: float = 1e-3
+    dypass_ks: tuple[int, ...] = (1, 2)
+    batch_size: int = 16
     preservation_check: bool = True
 
     def __post_init__(self) -> None:
@@ -133,40 +142,42 @@ class DyCodeEvalCheckConfig:
             raise ValueError(f"n_problems must be at least 2, got {self.n_problems}")
         if not 0 < self.leak_fraction < 1:
             raise ValueError(f"leak_fraction must lie strictly between 0 and 1, got {self.leak_fraction}")
-        check_fields(self, positive_int=("finetune_epochs",), positive=("finetune_lr",))
+        if self.finetune_method not in ("lora", "full"):
+            raise ValueError(f"finetune_method must be 'lora' or 'full', got {self.finetune_method!r}")
+        check_fields(self, positive_int=("finetune_epochs", "template_variants"), positive=("finetune_lr",))
         if not self.dypass_ks or min(self.dypass_ks) < 1:
             raise ValueError(f"dypass_ks must be positive integers, got {self.dypass_ks}")
 
 
-_SMALL = ("small", "full")
+_SMALL = ("small", "medium", "full")
+_EFFECT = 0.2
+_EFFECT_SOURCE = (
+    "the paper's contamination figure: static Pass@1 on leaked problems climbs towards 1 with the leaked "
+    "share while dynamic Pass@1 stays flat; 0.2 Pass@1 is a stated fraction well inside that gap"
+)
 CLAIM = Claim(
     statement=(
         "Contaminating a code model with the canonical solutions of leaked problems inflates its static "
         "Pass@1 on those problems, but inflates its Pass@1 on DyCodeEval's validated, semantically "
-        "equivalent variants much less."
+        "equivalent variants of the same problems much less."
     ),
     source="Sec. 5 contamination experiment (project page figure); overfit_train.py",
     ours="dycodeeval",
-    baselines=("static",),
+    baselines=("static", "llm_rewrite"),
+    references=("signature_only", "unleaked"),
+    controls=("signature_only",),
     criteria=(
         Criterion(
-            "static_inflated",
-            arm="static",
-            metric="inflation_leaked",
-            op=">=",
-            threshold=0.3,
-            scales=_SMALL,
-            description="contamination raises static Pass@1 on leaked problems by >= 0.3",
-        ),
-        Criterion(
-            "dynamic_inflation_much_less",
+            "dynamic_inflation_less",
             arm="dycodeeval",
-            metric="inflation_leaked",
-            op="<=",
+            metric="inflation",
+            op="<",
             other_arm="static",
-            factor=0.5,
+            smallest_effect=_EFFECT,
+            effect_source=_EFFECT_SOURCE,
             scales=_SMALL,
-            description="inflation on the variants of leaked problems is at most half the static inflation",
+            description="on the same leaked seeds, the contaminated model's gain is smaller on the "
+            "validated variants (template-control roles) than on the original prompts",
         ),
         Criterion(
             "variants_not_harder",
@@ -176,6 +187,19 @@ CLAIM = Claim(
             threshold=0.2,
             scales=_SMALL,
             description="the clean model loses at most 0.2 Pass@1 on variants vs the originals",
+        ),
+        Criterion(
+            "llm_dynamic_inflation_less",
+            arm="llm_rewrite",
+            metric="inflation",
+            op="<",
+            other_arm="static",
+            other_metric="inflation_llm_subset",
+            smallest_effect=_EFFECT,
+            effect_source=_EFFECT_SOURCE,
+            scales=_SMALL,
+            description="the same with variants written by the LLM roles, on the leaked seeds that have "
+            "one (behind the llm_rewrites_validated gate)",
         ),
         Criterion(
             "tiny_variants_accepted",
@@ -189,21 +213,57 @@ CLAIM = Claim(
         Criterion(
             "tiny_static_inflated",
             arm="static",
-            metric="inflation_leaked",
+            metric="inflation",
             op=">",
             threshold=0.0,
             scales=("tiny",),
             description="smoke: the simulated contamination shows on static",
         ),
     ),
-    headline="dynamic_inflation_much_less",
-    headline_baseline="static.inflation_leaked",
-    min_seeds=1,
+    gates=(
+        Criterion(
+            "contamination_shows",
+            arm="static",
+            metric="inflation",
+            op=">=",
+            threshold=0.3,
+            scales=_SMALL,
+            description="contamination raises static Pass@1 on the leaked seeds by >= 0.3 (else nothing "
+            "is inflated for the variants to undo)",
+        ),
+        Criterion(
+            "variants_cover_leaked",
+            arm="dycodeeval",
+            metric="leaked_coverage",
+            op=">=",
+            threshold=0.9,
+            scales=_SMALL,
+            description="at least 0.9 of the leaked seeds have a validated template variant",
+        ),
+        Criterion(
+            "llm_rewrites_validated",
+            arm="llm_rewrite",
+            metric="leaked_coverage",
+            op=">=",
+            threshold=0.5,
+            scales=_SMALL,
+            needs="an LLM that writes validated variants for most leaked problems (the paper: Claude 3.5)",
+            guards=("llm_dynamic_inflation_less",),
+            description="at least half the leaked seeds have a validated variant written by the LLM roles "
+            "(scoped: when it fails only the LLM criterion is set aside)",
+        ),
+    ),
+    headline="dynamic_inflation_less",
+    headline_baseline="static.inflation",
+    min_seeds=2,
     setup_notes=(
-        "SmolLM2-135M-Instruct (embedded, CPU) is both the generator of the four roles and the code model; "
-        "8 shortest HumanEval problems, 3 scenarios each, half leaked; contamination by full fine-tuning "
-        "(paper: LoRA on 1-3B models, Claude 3.5 as generator, 164 + 427 problems, 18 models). One seed. "
-        "Generations are short (80-128 new tokens) to fit 10 minutes."
+        "SmolLM2-135M-Instruct (embedded, CPU) is the code model, contaminated by LoRA (r 8, alpha 16) "
+        "on the canonical solutions of half of the 10 shortest HumanEval problems; the judged variants "
+        "come from the template control of the four roles (a scenario sentence before the original "
+        "instruction, kept only if the canonical solution still passes); SmolLM2 playing the four roles "
+        "is reported as llm_rewrite behind a scoped gate. Paper: Claude 3.5 as generator, LoRA on 1-3B "
+        "models for up to 20,000 steps, 164 + 427 "
+        "problems, 18 models. Two seeds; generations of 80-128 new tokens."
     ),
     requires=("llm",),
 )
@@ -259,6 +319,28 @@ def _template_preservation(seed: int, ctx: RunContext) -> dict[str, float]:
     }
 
 
+SIGNATURE_ONLY_SUFFIX = "#sig"
+
+
+def signature_only_tasks(tasks: Sequence[CodeTask], donors: Sequence[CodeTask]) -> list[CodeTask]:
+    """The signature-only control: each task keeps its signature, examples and tests, but its
+    instruction is an unrelated one, taken from the donor tasks in turn (never the task's own).
+
+    A model that memorised a leaked solution keyed on the signature still solves these; one that
+    needs the instruction's text does not.
+    """
+    out = []
+    for i, t in enumerate(tasks):
+        pool = [d for d in donors if d.seed_id != t.seed_id and d.instruction != t.instruction]
+        if not pool:
+            raise ValueError(f"no donor with an instruction other than {t.task_id}'s")
+        donor = pool[i % len(pool)]
+        out.append(
+            t.with_instruction(donor.instruction, task_id=t.task_id + SIGNATURE_ONLY_SUFFIX, scenario="")
+        )
+    return out
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
@@ -273,6 +355,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
         "small": DyCodeEvalCheckConfig(),
         "full": DyCodeEvalCheckConfig(
             n_problems=164,
+            template_variants=10,
             scenario_num=50,
             context_num=10,
             prompts_per_round=10,
@@ -287,7 +370,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             dypass_ks=(1, 3, 5, 10),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 1, "full": 3}
+    default_seeds = {"tiny": 1, "small": 2, "full": 3}
 
     def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
         """The claim with "our setup" naming the models that actually run under ``config``."""
@@ -301,9 +384,10 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
         return dataclasses.replace(
             self.claim,
             setup_notes=(
-                f"{code}; {roles}; {config.n_problems} shortest HumanEval problems, "
-                f"{config.scenario_num} scenarios each, {config.leak_fraction:.0%} leaked; contamination "
-                f"by full fine-tuning ({config.finetune_epochs} epochs, lr {config.finetune_lr:g})."
+                f"{code}; judged variants by the template control; {roles} for llm_rewrite; "
+                f"{config.n_problems} shortest HumanEval problems, {config.leak_fraction:.0%} leaked; "
+                f"contamination by {config.finetune_method} fine-tuning ({config.finetune_epochs} epochs, "
+                f"lr {config.finetune_lr:g})."
             ),
         )
 
@@ -334,7 +418,6 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             roles = clean = LocalChatModel(
                 model, tokenizer, name=f"local:{config.model}", batch_size=config.batch_size
             )
-
             tuned, losses = contaminate(
                 model,
                 tokenizer,
@@ -342,99 +425,131 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                 epochs=config.finetune_epochs,
                 lr=config.finetune_lr,
                 seed=seed,
+                method=config.finetune_method,
                 progress=lambda step, total: ctx.progress("fine-tune", step, total),
             )
             dirty = LocalChatModel(
                 tuned, tokenizer, name=f"local:{config.model}+leak", batch_size=config.batch_size
             )
-            notes.append(f"model: {config.model} (roles and code model); contaminated by full fine-tuning")
-
+            notes.append(f"code model: {config.model}; contaminated by {config.finetune_method} fine-tuning")
         if config.roles_model:
             roles = _roles_model(config.roles_model)
-            notes.append(f"roles played by {config.roles_model}")
+        roles_name = config.roles_model or roles.name
+        notes.append(f"llm_rewrite roles: {roles_name}" if config.llm_roles else "llm_rewrite path off")
 
         # -- variants -------------------------------------------------------------------------
-        ctx.progress("variants", 0, 1)
-        gen_cfg = DyCodeEvalConfig(
-            scenario_num=config.scenario_num,
-            context_num=config.context_num,
-            prompts_per_round=config.prompts_per_round,
-            max_rounds=config.max_rounds,
-            proposer_tokens=config.proposer_tokens,
-            context_tokens=config.context_tokens,
-            rewriter_tokens=config.rewriter_tokens,
-            validator_tokens=config.validator_tokens,
+        ctx.progress("template variants", 0, 1)
+        tpl_cfg = DyCodeEvalConfig(
+            scenario_num=10, context_num=config.template_variants, prompts_per_round=1, max_rounds=1
         )
-        stages = ("proposer", "context", "rewriter", "validator", "execution")
+        # variants and controls are only needed for the leaked seeds (the judged items)
+        tpl = DyCodeEvalGenerator(template_role_model(), tpl_cfg, seed=seed).generate(leaked)
+        tpl_variants = [v for t in leaked for v in tpl.variants[t.task_id]]
+        unleaked = [t for t in tasks if t.task_id not in leaked_ids]
+        sig_only = signature_only_tasks(leaked, donors=unleaked or leaked)
+        llm_variants: list[CodeTask] = []
+        report = None
+        if config.llm_roles:
+            gen_cfg = DyCodeEvalConfig(
+                scenario_num=config.scenario_num,
+                context_num=config.context_num,
+                prompts_per_round=config.prompts_per_round,
+                max_rounds=config.max_rounds,
+                proposer_tokens=config.proposer_tokens,
+                context_tokens=config.context_tokens,
+                rewriter_tokens=config.rewriter_tokens,
+                validator_tokens=config.validator_tokens,
+                lenient_tags=config.lenient_tags,
+            )
+            stages = ("proposer", "context", "rewriter", "validator", "execution")
 
-        def stage(name: str) -> None:
-            ctx.progress(f"variants: {name}", stages.index(name), len(stages))
+            def stage(name: str) -> None:
+                ctx.progress(f"llm variants: {name}", stages.index(name), len(stages))
 
-        report = DyCodeEvalGenerator(roles, gen_cfg, seed=seed, callback=stage).generate(tasks)
-        ctx.progress("variants", 1, 1)
-        variants = [v for t in tasks for v in report.variants[t.task_id]]
+            report = DyCodeEvalGenerator(roles, gen_cfg, seed=seed, callback=stage).generate(leaked)
+            llm_variants = [
+                dataclasses.replace(v, task_id=v.task_id.replace("#v", "#llm"))
+                for t in leaked
+                for v in report.variants[t.task_id]
+            ]
+        ctx.progress("template variants", 1, 1)
 
         # -- evaluation -----------------------------------------------------------------------
+        everything = [*tasks, *tpl_variants, *sig_only, *llm_variants]
         results: dict[str, dict[str, bool]] = {}
         for name, model_ in (("clean", clean), ("contaminated", dirty)):
             ctx.progress(f"solve {name}", 0, 1)
-            passed, _, _ = solve_and_judge(model_, [*tasks, *variants], max_tokens=config.solve_tokens)
+            passed, _, _ = solve_and_judge(model_, everything, max_tokens=config.solve_tokens)
             results[name] = passed
             ctx.progress(f"solve {name}", 1, 1)
 
-        def static_rate(name: str, ids: set[str]) -> float:
-            return _mean([float(results[name][t.task_id]) for t in tasks if t.task_id in ids])
+        def gain(ids: Sequence[str]) -> float:  # mean over the given tasks of contaminated - clean
+            return _mean([float(results["contaminated"][i]) - float(results["clean"][i]) for i in ids])
 
-        def per_seed(name: str, ids: set[str]) -> dict[str, list[bool]]:
-            return {
-                t.task_id: [results[name][v.task_id] for v in report.variants[t.task_id]]
-                for t in tasks
-                if t.task_id in ids
-            }
-
-        def dynamic_rate(name: str, ids: set[str]) -> float:  # mean over a seed's variants, then seeds
-            return _mean([_mean([float(x) for x in vs]) for vs in per_seed(name, ids).values() if vs])
-
-        all_ids = {t.task_id for t in tasks}
-        clean_ids = all_ids - leaked_ids
-        static: dict[str, float] = {}
-        dynamic: dict[str, float] = {}
+        tpl_of = {t.task_id: [v.task_id for v in tpl.variants[t.task_id]] for t in leaked}
+        llm_of: dict[str, list[str]] = {t.task_id: [] for t in leaked}
+        for v in llm_variants:
+            llm_of[v.seed_id].append(v.task_id)
+        covered = [t.task_id for t in leaked if tpl_of[t.task_id]]  # the same seeds for every arm
+        items = {
+            "static": {"inflation": np.array([gain([i]) for i in covered])},
+            "dycodeeval": {"inflation": np.array([gain(tpl_of[i]) for i in covered])},
+            "signature_only": {"inflation": np.array([gain([i + SIGNATURE_ONLY_SUFFIX]) for i in covered])},
+        }
+        unleaked_ids = [t.task_id for t in unleaked]
+        metrics: dict[str, dict[str, float]] = {
+            arm: {"inflation": _mean(list(rows["inflation"]))} for arm, rows in items.items()
+        }
+        metrics["unleaked"] = {"inflation": gain(unleaked_ids)}
+        static, dynamic = metrics["static"], metrics["dycodeeval"]
         for name in ("clean", "contaminated"):
-            for split, ids in (("leaked", leaked_ids), ("unleaked", clean_ids), ("all", all_ids)):
-                static[f"{name}_{split}"] = static_rate(name, ids)
-                dynamic[f"{name}_{split}"] = dynamic_rate(name, ids)
-            outcomes = per_seed(name, all_ids)
-            if any(outcomes.values()):
-                dynamic[f"{name}_dynamic_pass1_draw"] = dynamic_pass_at_1(outcomes)
-                mean, std = stability(outcomes)
-                dynamic[f"{name}_stability_mean"], dynamic[f"{name}_stability_std"] = mean, std
-                for k in config.dypass_ks:
-                    dynamic[f"{name}_dypass@{k}"] = dypass_at_k(outcomes, k)
-        static["inflation_leaked"] = static["contaminated_leaked"] - static["clean_leaked"]
-        static["inflation_unleaked"] = static["contaminated_unleaked"] - static["clean_unleaked"]
-        dynamic["inflation_leaked"] = dynamic["contaminated_leaked"] - dynamic["clean_leaked"]
-        dynamic["inflation_unleaked"] = dynamic["contaminated_unleaked"] - dynamic["clean_unleaked"]
-        dynamic["clean_static_minus_dynamic"] = static["clean_all"] - dynamic["clean_all"]
+            static[f"{name}_leaked"] = _mean([float(results[name][i]) for i in covered])
+            static[f"{name}_all"] = _mean([float(results[name][t.task_id]) for t in tasks])
+            dynamic[f"{name}_leaked"] = _mean(
+                [_mean([float(results[name][v]) for v in tpl_of[i]]) for i in covered]
+            )
+            metrics["signature_only"][f"{name}_leaked"] = _mean(
+                [float(results[name][i + SIGNATURE_ONLY_SUFFIX]) for i in covered]
+            )
+        dynamic["leaked_coverage"] = len(covered) / len(leaked)
+        dynamic["clean_static_minus_dynamic"] = static["clean_leaked"] - dynamic["clean_leaked"]
+        dynamic.update({k: float(v) for k, v in tpl.stats.items()})
+        seed_texts = {t.task_id: t.instruction for t in leaked}
+        mutated = {t.task_id: [char_mutation(t.instruction, seed=seed)] for t in leaked}
+        tpl_texts = {s: [v.instruction for v in vs] for s, vs in tpl.variants.items()}
+        dynamic["external_bleu"] = external_diversity(seed_texts, tpl_texts)["bleu"]
+        static["char_mutation_external_bleu"] = external_diversity(seed_texts, mutated)["bleu"]
 
-        # -- variant statistics and diversity ------------------------------------------------
-        dynamic.update({k: float(v) for k, v in report.stats.items()})
-        dynamic["scenarios"] = float(len(report.scenarios))
-        dynamic["leaked_seeds_with_variants"] = float(sum(bool(report.variants[i]) for i in leaked_ids))
-        seed_texts = {t.task_id: t.instruction for t in tasks}
-        texts = {s: [v.instruction for v in vs] for s, vs in report.variants.items()}
-        ext, inner = external_diversity(seed_texts, texts), internal_diversity(texts)
-        mutated = {t.task_id: [char_mutation(t.instruction, seed=seed)] for t in tasks}
-        ext_mut = external_diversity(seed_texts, mutated)
-        dynamic["external_bleu"], dynamic["external_cosine"] = ext["bleu"], ext["cosine"]
-        dynamic["internal_bleu"], dynamic["internal_cosine"] = inner["bleu"], inner["cosine"]
-        static["char_mutation_external_bleu"] = ext_mut["bleu"]
+        if report is not None:  # the LLM roles' path, on the leaked seeds that got a variant
+            llm: dict[str, float] = {k: float(v) for k, v in report.stats.items()}
+            llm_covered = [t.task_id for t in leaked if llm_of[t.task_id]]
+            llm["leaked_coverage"] = len(llm_covered) / len(leaked)
+            llm["scenarios"] = float(len(report.scenarios))
+            if llm_covered:
+                items["llm_rewrite"] = {"inflation": np.array([gain(llm_of[i]) for i in llm_covered])}
+                items["static"]["inflation_llm_subset"] = np.array([gain([i]) for i in llm_covered])
+                llm["inflation"] = _mean(list(items["llm_rewrite"]["inflation"]))
+                static["inflation_llm_subset"] = _mean(list(items["static"]["inflation_llm_subset"]))
+            for name in ("clean", "contaminated"):
+                outcomes = {s: [results[name][v] for v in llm_of[s]] for s in llm_of}
+                if any(outcomes.values()):
+                    llm[f"{name}_dynamic_pass1_draw"] = dynamic_pass_at_1(outcomes)
+                    llm[f"{name}_stability_mean"], llm[f"{name}_stability_std"] = stability(outcomes)
+                    for k in config.dypass_ks:
+                        llm[f"{name}_dypass@{k}"] = dypass_at_k(outcomes, k)
+            llm_texts = {s: [v.instruction for v in vs] for s, vs in report.variants.items()}
+            ext, inner = external_diversity(seed_texts, llm_texts), internal_diversity(llm_texts)
+            llm["external_bleu"], llm["external_cosine"] = ext["bleu"], ext["cosine"]
+            llm["internal_bleu"], llm["internal_cosine"] = inner["bleu"], inner["cosine"]
+            metrics["llm_rewrite"] = llm
         if config.preservation_check:
             dynamic.update(_template_preservation(seed, ctx))
 
         series = {
             "leaked": sorted(leaked_ids),
+            "judged_leaked_seeds": covered,
             "finetune_loss": losses,
-            "scenarios": list(report.scenarios),
+            "scenarios": list(report.scenarios) if report is not None else [],
             "records": [
                 {
                     "seed": r.seed_id,
@@ -443,17 +558,16 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
                     "reason": r.reason,
                     "instruction": r.instruction[:400],
                 }
-                for r in report.records
+                for r in (report.records if report is not None else ())
             ],
             "passed": results,
-            "backend": report.backend,
+            "backend": report.backend if report is not None else "",
         }
-        metrics = {"dycodeeval": dynamic, "static": static}
         missing = sorted(f"{a}.{k}" for a, ms in metrics.items() for k, v in ms.items() if not np.isfinite(v))
         if missing:  # e.g. DyPass@K with fewer than K variants per seed, BLEU without variant pairs
             notes.append("not measurable (no data), left out: " + ", ".join(missing))
         metrics = {a: {k: v for k, v in ms.items() if np.isfinite(v)} for a, ms in metrics.items()}
-        return SeedOutcome(metrics=metrics, series=series, notes=tuple(notes))
+        return SeedOutcome(metrics=metrics, series=series, notes=tuple(notes), items=items)
 
     def make_figures(
         self, config: DyCodeEvalCheckConfig, outcomes: Sequence[SeedOutcome], ctx: RunContext
@@ -461,26 +575,28 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
         from icml25.core.plotting import OURS_COLOR, PALETTE, new_figure
 
         fig, ax = new_figure(width=5.2)
-        labels = ["clean\nleaked", "contam.\nleaked", "clean\nunleaked", "contam.\nunleaked"]
-        keys = ["clean_leaked", "contaminated_leaked", "clean_unleaked", "contaminated_unleaked"]
-        x = np.arange(len(keys))
-        for offset, (arm, color, name) in enumerate(
-            (
-                ("static", PALETTE[0], "static (original prompts)"),
-                ("dycodeeval", OURS_COLOR, "DyCodeEval variants"),
-            )
-        ):
-            # a metric the seed could not measure (no accepted variant) is absent, not NaN
-            vals = [_mean_or_nan([o.metrics[arm].get(k, np.nan) for o in outcomes]) for k in keys]
-            ax.bar(x + (offset - 0.5) * 0.38, vals, width=0.38, color=color, label=name)
-        ax.set_xticks(x, labels)
-        ax.set(ylabel="Pass@1 (greedy)", title="Contamination: static vs dynamic Pass@1", ylim=(0, 1.05))
-        ax.legend()
+        arms = [
+            ("static", "static\n(original)", PALETTE[0]),
+            ("dycodeeval", "DyCodeEval\n(template)", OURS_COLOR),
+            ("llm_rewrite", "DyCodeEval\n(LLM roles)", PALETTE[1]),
+            ("signature_only", "signature\nonly", PALETTE[2]),
+            ("unleaked", "unleaked\n(floor)", PALETTE[3]),
+        ]
+        # a metric a seed could not measure (no validated variant) is absent, not NaN
+        vals = [
+            _mean_or_nan([o.metrics.get(a, {}).get("inflation", np.nan) for o in outcomes])
+            for a, _, _ in arms
+        ]
+        ax.bar(np.arange(len(arms)), vals, color=[c for _, _, c in arms])
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xticks(np.arange(len(arms)), [label for _, label, _ in arms])
+        ax.set(ylabel="Pass@1 gain from contamination", title="Contamination: who gains on leaked seeds")
         ctx.save_figure(
             fig,
             "contamination",
-            "Pass@1 of the clean and the contaminated (fine-tuned on leaked solutions) model on the "
-            "original prompts and on the validated DyCodeEval variants, for leaked and unleaked seeds.",
+            "Pass@1(contaminated) - Pass@1(clean) on the same leaked seeds: original prompts, "
+            "template-control variants, LLM-written variants, the signature-only control; and on the "
+            "unleaked seeds (floor).",
         )
 
 

@@ -116,6 +116,10 @@ def contaminate(
     lr: float = 1e-4,
     seed: int = 0,
     freeze_embeddings: bool = True,
+    method: str = "lora",
+    lora_r: int = 8,
+    lora_alpha: int = 16,
+    lora_dropout: float = 0.1,
     progress: ProgressFn | None = None,
 ) -> tuple[Any, list[float]]:
     """A copy of ``model`` fine-tuned on the leaked tasks' canonical solutions (simulated contamination).
@@ -130,8 +134,12 @@ def contaminate(
         epochs: passes over the leaked set (batch size 1, the paper's setting).
         lr: AdamW learning rate.
         seed: shuffles the order of examples per epoch.
-        freeze_embeddings: keep the (tied) embedding matrix fixed: a third of SmolLM2's weights,
-            and most of the optimizer's cost on the CPU.
+        freeze_embeddings: with ``method="full"``, keep the (tied) embedding matrix fixed: a third
+            of SmolLM2's weights, and most of the optimizer's cost on the CPU.
+        method: ``"lora"`` (the paper's ``overfit_train.py``: LoRA adapters through ``peft`` on the
+            attention projections peft picks for the architecture, merged into the copy after
+            training) or ``"full"`` (every weight but the embeddings; our earlier choice).
+        lora_r, lora_alpha, lora_dropout: the adapter (paper: r = 8, alpha = 16, dropout 0.1).
         progress: ``progress(step, total)`` after each step.
 
     Returns:
@@ -145,11 +153,19 @@ def contaminate(
         return model, []
     if epochs < 1 or lr <= 0:
         raise ValueError(f"epochs must be >= 1 and lr > 0, got epochs={epochs}, lr={lr}")
+    if method not in ("lora", "full"):
+        raise ValueError(f"method must be 'lora' or 'full', got {method!r}")
     tuned = copy.deepcopy(model)
-    embeddings = tuned.get_input_embeddings() if hasattr(tuned, "get_input_embeddings") else None
-    if freeze_embeddings and embeddings is not None:
-        for p in embeddings.parameters():  # tied with the output head in SmolLM2
-            p.requires_grad_(False)
+    if method == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout, task_type="CAUSAL_LM")
+        tuned = get_peft_model(tuned, lora)  # freezes the base weights, trains the adapters only
+    else:
+        embeddings = tuned.get_input_embeddings() if hasattr(tuned, "get_input_embeddings") else None
+        if freeze_embeddings and embeddings is not None:
+            for p in embeddings.parameters():  # tied with the output head in SmolLM2
+                p.requires_grad_(False)
     examples = []
     for task in leaked:
         ids = tokenizer(task.prompt + task.canonical_solution, add_special_tokens=False)["input_ids"]
@@ -167,6 +183,8 @@ def contaminate(
         sum(history.train_loss[i : i + len(examples)]) / len(examples)
         for i in range(0, len(history.train_loss), len(examples))
     ]
+    if method == "lora":
+        tuned = tuned.merge_and_unload()  # plain weights again: generation costs what the base costs
     tuned.eval()
     return tuned, per_epoch
 

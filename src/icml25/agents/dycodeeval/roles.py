@@ -13,9 +13,10 @@ semantically equivalent by execution: the variant prompt parses, the entry funct
 unchanged, and the canonical solution under the variant's prompt passes the original tests in the
 sandbox (the metamorphic relation the paper relies on).
 
-Choices where the paper's code is strict and a small model is weak: a reply without the expected
-``<tag>`` is parsed leniently (the whole reply is used) and counted in ``format_fallbacks``; an empty
-rewrite is rejected with reason ``format``. Every variant's fate is kept as a :class:`VariantRecord`.
+A context or rewrite reply without its ``<context>`` / ``<new_problem>`` tag is rejected (stage
+``format``), as the official code only keeps tagged text; ``lenient_tags=True`` restores our earlier
+choice for weak models (the whole reply is used, counted in the format-fallback rates). Every
+variant's fate is kept as a :class:`VariantRecord`.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class DyCodeEvalConfig:
         use_llm_validator: also require the LLM validator's "yes".
         proposer_tokens, context_tokens, rewriter_tokens, validator_tokens: max new tokens.
         exec_timeout_s: sandbox limit for the execution check.
+        lenient_tags: accept a context / rewrite reply without its tag (the whole reply is used);
+            default False, the official behaviour: such a reply is rejected at stage ``format``.
     """
 
     scenario_num: int = 50
@@ -93,6 +96,7 @@ class DyCodeEvalConfig:
     rewriter_tokens: int = 512
     validator_tokens: int = 10
     exec_timeout_s: float = 3.0
+    lenient_tags: bool = False
 
     def __post_init__(self) -> None:
         check_fields(
@@ -351,11 +355,14 @@ class DyCodeEvalGenerator:
         rw_cfg = GenerationConfig(
             temperature=0.6, top_p=0.95, max_tokens=cfg.rewriter_tokens, seed=rng.randrange(2**31)
         )
-        rw_replies = safe_generate(
-            self.model,
-            [ProblemRewriter.prompt(t, s, c) for (t, s), c in zip(jobs, contexts, strict=True)],
-            rw_cfg,
+        # strict tags: a job whose context reply has no <context> tag is not sent to the rewriter
+        rw_todo = [i for i in range(len(jobs)) if cfg.lenient_tags or not ctx_fb[i]]
+        rw_sent = safe_generate(
+            self.model, [ProblemRewriter.prompt(*jobs[i], contexts[i]) for i in rw_todo], rw_cfg
         )
+        rw_replies: list[str | Exception] = [""] * len(jobs)
+        for i, reply in zip(rw_todo, rw_sent, strict=True):
+            rw_replies[i] = reply
         rewrites, rw_fb = [], []
         for i, reply in enumerate(rw_replies):
             if isinstance(reply, Exception):
@@ -365,7 +372,8 @@ class DyCodeEvalGenerator:
                 reply = ""
             tagged = extract_tag(reply, "new_problem")
             rw_fb.append(not tagged)
-            rewrites.append(_clean_rewrite(tagged[0] if tagged else reply))
+            untagged = (not tagged or ctx_fb[i]) and not cfg.lenient_tags
+            rewrites.append("" if untagged else _clean_rewrite(tagged[0] if tagged else reply))
 
         self._stage("validator")
         verdicts = [True] * len(jobs)
@@ -406,7 +414,9 @@ class DyCodeEvalGenerator:
                 found.append(record("model_error", errors[i]))
                 continue
             if not text:
-                found.append(record("format", "empty rewrite"))
+                missing = "no <context> tag" if ctx_fb[i] else "no <new_problem> tag"
+                untagged = (rw_fb[i] or ctx_fb[i]) and not cfg.lenient_tags
+                found.append(record("format", missing if untagged else "empty rewrite"))
                 continue
             if not verdicts[i]:
                 found.append(record("llm_validator", "judged different"))

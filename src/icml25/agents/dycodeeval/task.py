@@ -15,6 +15,7 @@ Test inputs for type inference are read, without running anything, from the lite
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -103,8 +104,28 @@ def _parse_prompt(source: str) -> ast.Module:
         return ast.parse(source + "    pass\n")
 
 
+def _doc_index(fn: ast.FunctionDef) -> int | None:
+    """Index of the entry function's docstring statement: the first string constant of the body,
+    after any leading imports (HumanEval/115 starts its body with ``import math``, then the text)."""
+    for i, stmt in enumerate(fn.body):
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            return i
+        if not isinstance(stmt, ast.Import | ast.ImportFrom):
+            return None
+    return None
+
+
 def _docstring(source: str, entry: str) -> str:
-    return ast.get_docstring(_function(_parse_prompt(source), entry), clean=True) or ""
+    fn = _function(_parse_prompt(source), entry)
+    i = _doc_index(fn)
+    if i is None:
+        return ""
+    value = fn.body[i].value  # type: ignore[attr-defined]
+    return inspect.cleandoc(value.value)
 
 
 def split_docstring(doc: str) -> tuple[str, str]:
@@ -198,13 +219,11 @@ class _DocstringReplacer(ast.NodeTransformer):
         if node.name == self.entry and not self.done:
             self.done = True
             new = ast.Expr(ast.Constant(self.doc))
-            first = node.body[0] if node.body else None
-            has_doc = (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            )
-            node.body = [new, *node.body[1:]] if has_doc else [new, *node.body]
+            i = _doc_index(node)  # after leading imports, which stay (HumanEval/115)
+            if i is None:
+                node.body = [new, *node.body]
+            else:
+                node.body = [*node.body[:i], new, *node.body[i + 1 :]]
         return node
 
 
