@@ -78,7 +78,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "autoformulation",
         "dycodeeval",
         "econ",
-        "pde_transformer",
         "pinnsagent",
         "selekt",
         "tarflow",
