@@ -175,9 +175,9 @@ class ECONCheckConfig:
     group_dim: int = 64
     team_reward: bool = True
     llm_model: str | None = "smollm2-135m-instruct"
-    llm_n_train: int = 14
-    llm_n_val: int = 4
-    llm_n_test: int = 10
+    llm_n_train: int = 10
+    llm_n_val: int = 3
+    llm_n_test: int = 8
     llm_min_steps: int = 1
     llm_max_steps: int = 1
     llm_steps: int = 200
@@ -394,7 +394,7 @@ CLAIM = Claim(
         "Mechanism path: scripted executors of known quality (a control, not an LLM) on 200 fresh 1-3-step "
         "arithmetic problems per seed, baselines per seed, strategies = {CoT, follow-strategy} x "
         "T {0.3, 1.0}. "
-        "LLM path: SmolLM2-135M-Instruct as coordinator and 3 executors on 10 one-operation problems "
+        "LLM path: SmolLM2-135M-Instruct as coordinator and 3 executors on 8 one-operation test problems "
         "(one pool shared by the seeds), behind a scoped gate (paper: LLaMA3.1 8B-405B etc. on GSM8K, MATH, "
         "TravelPlanner)."
     ),
