@@ -80,8 +80,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
         "econ",
         "pinnsagent",
         "selekt",
-        "tarflow",
-        "thinkdiff",
     }
 )
 
