@@ -54,11 +54,11 @@ Outcome at ``small`` before this design (seeds 0-2, 2026-12-04, 408 s loaded): n
 SmolLM2-135M solved 0 of 9 problems in every arm with token caps (24/64) below the reference
 answers' length and a budget of 24 completions.
 
-Outcome at ``small`` with this design (seeds 0-2, 2026-12-05, 211 CPU s; 769 s wall at load 9-11):
-not reproduced, decisively. Gates hold (oracle 1.0, single sample 0.19). Flat best-of-N (0.97) beats
-MCTS (0.78): paired difference -0.19, 95 % CI [-0.42, 0], below the smallest effect. Priors help
-(MCTS without them 0.33; CI [+0.11, +0.75]); pruning merges 64 % of the valid candidates but lowers
-accuracy (MCTS without pruning 1.00; CI [-0.42, -0.08]). A likely reason (not traced node by
+Outcome at ``small`` with this design (seeds 0-2, 2026-12-05, 243 CPU s; 748 s wall at load 6-9):
+not reproduced, decisively. Gates hold (oracle 1.0, single sample 0.17). Flat best-of-N (1.00) beats
+MCTS (0.78): paired difference -0.22, 95 % CI [-0.50, 0], below the smallest effect. Priors help
+(MCTS without them 0.39; CI [+0.06, +0.69]); pruning merges 65 % of the valid candidates but lowers
+accuracy (MCTS without pruning 1.00; CI [-0.50, 0]). A likely reason (not traced node by
 node): at 96 generations MCTS explores about five leaves; the pruned tree keeps distinct children,
 so after a wrong leaf UCT tries a sibling near the root and pays up to four expansions per new
 path, while unpruned children are mostly copies of the right part. SmolLM2 solves no problem
