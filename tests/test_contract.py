@@ -77,7 +77,6 @@ NOT_YET_ON_THE_PROTOCOL = frozenset(
     {
         "dycodeeval",
         "econ",
-        "pinnsagent",
         "selekt",
     }
 )
