@@ -14,7 +14,7 @@ executor answers correctly with probability ``sigmoid(skill - 0.8 s - 2 (T - T*(
 [follows the strategy])`` on a problem of ``s`` steps, ``T*(s) = 0.2 + 0.3 s``, and errs towards a
 shared trap answer at low temperature (our simulated executor model: decoding that suits
 the problem's difficulty is what coordination can learn). Per seed, ``n_train`` (incl. ``n_val``)
-and ``n_test`` = 200 fresh 1-3-step problems are drawn, the response pool is generated and every
+and ``n_test`` = 400 fresh 1-3-step problems are drawn, the response pool is generated and every
 baseline is run on that seed's questions. Arms:
 
     econ             ECON (belief networks, BNE refinement, encoder, mixer, team reward, policy
@@ -151,7 +151,7 @@ class ECONCheckConfig:
 
     n_train: int = 600
     n_val: int = 60
-    n_test: int = 200
+    n_test: int = 400
     min_steps: int = 1
     max_steps: int = 3
     skill: float = 1.0
@@ -391,7 +391,7 @@ CLAIM = Claim(
     headline="beats_self_consistency",
     min_seeds=3,
     setup_notes=(
-        "Mechanism path: scripted executors of known quality (a control, not an LLM) on 200 fresh 1-3-step "
+        "Mechanism path: scripted executors of known quality (a control, not an LLM) on 400 fresh 1-3-step "
         "arithmetic problems per seed, baselines per seed, strategies = {CoT, follow-strategy} x "
         "T {0.3, 1.0}. "
         "LLM path: SmolLM2-135M-Instruct as coordinator and 3 executors on 8 one-operation test problems "
@@ -737,7 +737,7 @@ class ECONCheck(ClaimCheck[ECONCheckConfig]):
             group_dim=128,
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "full": 3}
+    default_seeds = {"tiny": 1, "small": 4, "full": 3}
 
     def claim_for(self, config: ECONCheckConfig) -> Claim:
         claim = dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))
