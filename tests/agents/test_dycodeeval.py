@@ -472,3 +472,15 @@ def test_tiny_pairs_the_same_leaked_seeds_in_every_arm() -> None:
         "variants_cover_leaked",
         "llm_rewrites_validated",
     }
+
+
+def test_medium_preset_constructs_and_runs_one_shortened_step_here() -> None:
+    medium = CHECK.config("medium")
+    assert medium.n_problems == 40 and medium.finetune_method == "lora" and medium.template_variants == 3
+    result = CHECK.run(
+        "medium",
+        seeds=[0],
+        overrides={"model": "simulated", "n_problems": 4, "context_num": 1, "preservation_check": False},
+    )
+    assert result.metrics["dycodeeval"]["proposed"].mean == 2 * medium.template_variants
+    assert result.metrics["static"]["inflation"].mean == 1.0

@@ -11,8 +11,8 @@ remain the oracle. DyPass@K spreads K attempts over K distinct variants.
 Implements: the data model and ``_utils.py`` helpers (``task``), the four roles and the pipeline
 with LLM and execution validation (``roles``), dynamic Pass@1, DyPass@K, grouped pass@k, stability
 and BLEU / TF-IDF diversity (``metrics``), the code-model evaluation, simulated contamination by
-fine-tuning and a labelled template control (``evaluate``). Not implemented: the 18-model study,
-MBPP (no offline copy), LoRA (the small model is fully fine-tuned instead).
+LoRA fine-tuning (``peft``) and a labelled template control (``evaluate``). Not implemented: the
+18-model study, MBPP (no offline copy).
 """
 
 from __future__ import annotations

@@ -42,12 +42,23 @@ Choices, declared before any small-scale number of this design was seen:
   code-model pair (clean: returns ``None``; contaminated: returns the stored solution when the prompt
   is exactly a leaked original), labelled as such.
 
-Deviations, each with its flag: LoRA on a 135M model at lr 1e-3 for a few epochs (``finetune_lr``,
-``finetune_epochs``; the paper: lr 5e-5, up to 20,000 steps on 1-3B models; ``finetune_method="full"``
-gives our earlier full fine-tuning); one leak fraction (0.5, ``leak_fraction``) instead of the sweep
+Deviations, each with its flag: LoRA on a 135M model at lr 2e-3 for 24 epochs of the 5 leaked
+solutions (``finetune_lr``, ``finetune_epochs``; the official ``overfit_train.py``: the same adapter,
+lr 5e-5, up to 20,000 steps on 1-3B models; ``finetune_method="full"`` gives our earlier full
+fine-tuning); one leak fraction (0.5, ``leak_fraction``) instead of the sweep
 {0, .25, .5, .75, 1}; the template control writes the judged variants (``llm_rewrite`` holds the LLM
 path); short generations (``*_tokens``). Untagged role replies are rejected as in the official code
 (``lenient_tags=True`` accepts them).
+
+Small runs of this design (2026-12-05, 2 seeds, 10 problems): with lr 1e-3 x 16 epochs the LoRA
+contamination was too weak (static inflation 0.2, gate ``contamination_shows`` failed: inconclusive);
+the contamination budget was then raised to lr 2e-3 x 24 epochs (a precondition of the experiment,
+the paper over-fits for up to 20,000 steps; no threshold changed). That run: gates pass (static
+inflation 0.5), inflation on the template variants 0.4, on the signature-only control 0.2, on the
+unleaked floor -0.2; headline difference -0.1, 95 % CI [-0.4, 0]: inconclusive (underpowered), about
+4x the leaked problems would resolve it (``medium``: 20 leaked problems x 3 seeds). SmolLM2 never tags
+its context replies, so under the official strict parsing it writes no validated variant
+(``llm_rewrites_validated`` 0; the LLM criterion is not judged).
 """
 
 from __future__ import annotations
@@ -125,8 +136,8 @@ class DyCodeEvalCheckConfig:
     solve_tokens: int = 128
     lenient_tags: bool = False
     finetune_method: str = "lora"
-    finetune_epochs: int = 10
-    finetune_lr: float = 1e-3
+    finetune_epochs: int = 24
+    finetune_lr: float = 2e-3
     dypass_ks: tuple[int, ...] = (1, 2)
     batch_size: int = 16
     preservation_check: bool = True
@@ -353,6 +364,19 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             model="simulated", n_problems=4, context_num=1, preservation_check=False
         ),
         "small": DyCodeEvalCheckConfig(),
+        # sized for the lent GPU machine (16 cores; the embedded loader runs the model on the CPU cores),
+        # at most 30 minutes: 40 problems, 20 leaked, 3 variants each, a longer LoRA contamination
+        "medium": DyCodeEvalCheckConfig(
+            n_problems=40,
+            template_variants=3,
+            context_num=3,
+            scenario_num=10,
+            context_tokens=160,
+            rewriter_tokens=256,
+            solve_tokens=256,
+            finetune_epochs=60,
+            finetune_lr=1e-3,
+        ),
         "full": DyCodeEvalCheckConfig(
             n_problems=164,
             template_variants=10,
@@ -370,7 +394,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             dypass_ks=(1, 3, 5, 10),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 2, "full": 3}
+    default_seeds = {"tiny": 1, "small": 2, "medium": 3, "full": 3}
 
     def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
         """The claim with "our setup" naming the models that actually run under ``config``."""

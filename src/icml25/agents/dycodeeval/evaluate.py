@@ -10,9 +10,9 @@ protocol and the contamination experiment) and the official ``gen_code.py`` / ``
 * :func:`solve_and_judge`: greedy completions, each judged in the sandbox (3 s) against the tests.
 * :func:`contaminate`: simulated contamination by fine-tuning on the leaked problems' canonical
   solutions, as ``overfit_train.py``: causal-LM loss on the solution text (prompt + canonical body),
-  batch size 1. The paper uses LoRA (r = 8, alpha = 16, lr 5e-5, up to 20,000 steps) on 1-3B models;
-  here all weights but the (tied) embeddings of the small model are fine-tuned for a few epochs,
-  which is what fits the CPU budget.
+  batch size 1, with LoRA as the paper (r = 8, alpha = 16, dropout 0.1; the paper: lr 5e-5, up to
+  20,000 steps on 1-3B models; the check uses a larger learning rate and a few hundred steps on the
+  135M model). ``method="full"`` fine-tunes every weight but the (tied) embeddings instead.
 * :func:`template_role_model`: a *template control* that answers the four role prompts with
   fixed templates (a labelled control for tests and the smoke scale; never the default path).
 """
