@@ -444,7 +444,8 @@ def finetune_subset(
     With ``val`` (same form as ``data``), training runs until the validation loss stops improving:
     it is evaluated every ``eval_every`` steps, training stops after ``patience`` evaluations
     without an improvement larger than ``min_delta`` nats (``steps`` is then a cap), and the
-    weights with the lowest validation loss are returned. Without it, all ``steps`` run and the last weights are returned."""
+    weights with the lowest validation loss are returned. Without it, all ``steps`` run and the
+    last weights are returned."""
     bad_every = isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1
     if val is not None and bad_every:
         raise ValueError(f"eval_every must be a positive int when val is given, got {eval_every!r}")
