@@ -76,7 +76,6 @@ def test_tiny_check_is_deterministic(paper: Paper) -> None:
 NOT_YET_ON_THE_PROTOCOL = frozenset(
     {
         "econ",
-        "selekt",
     }
 )
 
