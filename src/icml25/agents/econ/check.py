@@ -64,6 +64,16 @@ first temperature of the sweep only (the LLM budget allows one pass).
 
 Tiny (smoke, < 10 s) runs both paths with the scripted model. Full is the paper's scale (400-token
 executors, 50-token strategy and commitment, 128-wide beliefs) on the LLM path.
+Outcome at ``small`` (4 seeds, 2026-12-05, 526 s on the shared 2-core machine at load 2-3): not
+reproduced. Gates pass (oracle - random headroom 0.48; ECON 0.51 > random profile 0.40). Headline
+holds: ECON - self-consistency +0.09, 95 % CI [+0.04, +0.14] (4 seeds x 400 questions); ECON beats
+the equal-budget debate (+0.15 [+0.10, +0.20]); training NashConv falls (-0.05); on the LLM path
+ECON reads and writes fewer tokens than debate at its usual settings (log ratio [-0.60, -0.52],
+about 0.57x). Fails: on the common payoff ECON's profile is *more* exploitable than the independent
+learners' (0.50 vs 0.45, difference [+0.01, +0.11]), and its accuracy is no better than theirs
+(0.51 vs 0.53): the equilibrium machinery adds nothing over independent learners in this control.
+The LLM criterion is not judged (SmolLM2 greedy CoT solves 0.125 of the test problems, gate 0.5).
+A first run with 3 seeds x 200 questions was underpowered (headline [-0.01, +0.18]).
 """
 
 from __future__ import annotations
