@@ -73,9 +73,13 @@ def _launch_two(port: int) -> list[str]:
 def test_two_process_fit_matches_single_process(tmp_path):
     single, multi = tmp_path / "single.json", tmp_path / "multi.json"
     subprocess.run([sys.executable, str(WORKER), str(single)], check=True, env=_env(), timeout=120)
-    proc = _run_two([str(WORKER), str(multi)], timeout=300)
-    if proc.returncode != 0:  # one more try: exit 1 here is a worker failure, not a verdict
+    # up to three launches, each on a fresh port: a gloo rendezvous that aborts (SIGABRT, seen in
+    # about one clean-clone CI run in three right after the suite) is the launcher's failure, not
+    # a verdict on fit; the results below must still match exactly
+    for _ in range(3):
         proc = _run_two([str(WORKER), str(multi)], timeout=300)
+        if proc.returncode == 0:
+            break
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
     a, b = json.loads(single.read_text()), json.loads(multi.read_text())
     assert a["world"] == 1 and b["world"] == 2
