@@ -20,6 +20,7 @@ from icml25.core.claims import (
     claim_to_json,
     compute_verdict,
     evaluate_criterion,
+    paired_criterion,
     summarize_metrics,
     to_jsonable,
 )
@@ -346,3 +347,20 @@ def test_headline_baseline_must_report_the_headline_metric() -> None:
     with pytest.raises(ValueError, match="like with like|same quantity"):
         Claim(**kw, headline_baseline="base.mean_log_err")  # type: ignore[arg-type]
     assert Claim(**kw, headline_baseline="base.cells_won_frac").headline_baseline  # type: ignore[arg-type]
+
+
+def test_paired_criterion_is_the_keyword_criterion() -> None:
+    short = paired_criterion("wins", "ours", "acc", ">", "base", 0.05, "half the gap", description="d")
+    full = Criterion(
+        "wins",
+        arm="ours",
+        metric="acc",
+        op=">",
+        other_arm="base",
+        smallest_effect=0.05,
+        effect_source="half the gap",
+        description="d",
+    )
+    assert short == full and short.paired
+    with pytest.raises(ValueError, match="effect_source"):
+        paired_criterion("wins", "ours", "acc", ">", "base", 0.05, " ")

@@ -49,6 +49,7 @@ __all__ = [
     "CheckResult",
     "ROLES",
     "compute_verdict",
+    "paired_criterion",
     "evaluate_criterion",
     "rejudge",
     "summarize_metrics",
@@ -242,6 +243,33 @@ class Criterion:
 
     def applies_at(self, scale: str) -> bool:
         return scale in self.scales
+
+
+def paired_criterion(
+    name: str,
+    arm: str,
+    metric: str,
+    op: Op,
+    other_arm: str,
+    smallest_effect: float,
+    effect_source: str,
+    **kwargs: Any,
+) -> Criterion:
+    """An arm-vs-arm criterion judged by a paired interval: ``arm.metric - other_arm.metric``
+    compared with ``op`` against 0, resolved by ``smallest_effect`` (whose origin
+    ``effect_source`` states). The positional form most claims write many times over; any
+    other :class:`Criterion` field (``scales``, ``description``, ``comparison``, ...) passes
+    through ``kwargs``."""
+    return Criterion(
+        name,
+        arm=arm,
+        metric=metric,
+        op=op,
+        other_arm=other_arm,
+        smallest_effect=smallest_effect,
+        effect_source=effect_source,
+        **kwargs,
+    )
 
 
 @dataclass(frozen=True)

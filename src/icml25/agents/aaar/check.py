@@ -103,7 +103,7 @@ from typing import Any
 import numpy as np
 
 from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
-from icml25.core.claims import Claim, Criterion
+from icml25.core.claims import Claim, Criterion, paired_criterion
 from icml25.core.validate import check_fields
 from icml25.llm.chat import ChatModel, GenerationConfig, ScriptedChatModel
 
@@ -244,24 +244,9 @@ _J = ("small", "medium", "full")
 _NEEDS = "an LLM that does the task (the paper's findings are about 7B-70B+ models)"
 
 
-def _paired(
-    name: str, arm: str, metric: str, op: Any, other: str, effect: float, source: str, **kw: Any
-) -> Criterion:
-    return Criterion(
-        name,
-        arm=arm,
-        metric=metric,
-        op=op,
-        other_arm=other,
-        smallest_effect=effect,
-        effect_source=source,
-        **kw,
-    )
-
-
 def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
     crit = [
-        _paired(
+        paired_criterion(
             "split_combine_raises_recall",
             OURS,
             "weak_sn_recall",
@@ -276,7 +261,7 @@ def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
     ]
     for other in ("other_paper", "generic", "copy_input"):
         crit.append(
-            _paired(
+            paired_criterion(
                 f"exp_gold_above_{other}",
                 "oracle",
                 "exp_s_f1",
@@ -291,7 +276,7 @@ def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
         )
     for other in ("other_paper", "generic"):
         crit.append(
-            _paired(
+            paired_criterion(
                 f"weak_gold_above_{other}",
                 "oracle",
                 "weak_sn_f1",
@@ -304,7 +289,7 @@ def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
             )
         )
     crit += [
-        _paired(
+        paired_criterion(
             "generic_low_specificity",
             "generic",
             "weak_itf_idf",
@@ -326,7 +311,7 @@ def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
             scales=_J,
             description=f"a weak model's 4-way equation accuracy is within chance + {c.chance_margin}",
         ),
-        _paired(
+        paired_criterion(
             "llm_beats_copy_input",
             "llm",
             "sub_exp_s_f1",
@@ -337,7 +322,7 @@ def _criteria(c: AAARCheckConfig) -> tuple[Criterion, ...]:
             scales=_J,
             description="LLM experiment lists beat copied input sentences on S-F1 (same papers)",
         ),
-        _paired(
+        paired_criterion(
             "llm_weakness_generic",
             "llm",
             "sub_weak_itf_idf",

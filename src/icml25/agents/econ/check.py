@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
-from icml25.core.claims import Claim, Criterion
+from icml25.core.claims import Claim, Criterion, paired_criterion
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.llm.chat import ChatModel
@@ -250,26 +250,9 @@ class ECONCheckConfig:
         return self.strategy_tokens + self.n_agents * self.executor_tokens + self.commitment_tokens
 
 
-def _paired(
-    name: str, arm: str, metric: str, op: Any, other: str, effect: float, source: str, desc: str, **kw: Any
-) -> Criterion:
-    return Criterion(
-        name,
-        arm=arm,
-        metric=metric,
-        op=op,
-        other_arm=other,
-        smallest_effect=effect,
-        effect_source=source,
-        scales=("small", "medium", "full"),
-        description=desc,
-        **kw,
-    )
-
-
 def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
     out = [
-        _paired(
+        paired_criterion(
             "beats_self_consistency",
             "econ",
             "accuracy",
@@ -277,9 +260,9 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
             "self_consistency",
             ACC_EFFECT,
             ACC_SOURCE,
-            "scripted executors: ECON accuracy above self-consistency's at equal N and budget",
+            description="scripted executors: ECON accuracy above self-consistency's at equal N and budget",
         ),
-        _paired(
+        paired_criterion(
             "beats_debate",
             "econ",
             "accuracy",
@@ -287,9 +270,11 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
             "debate",
             ACC_EFFECT,
             ACC_SOURCE,
-            "scripted executors: ECON accuracy above multi-agent debate's at equal generation budget",
+            description=(
+                "scripted executors: ECON accuracy above multi-agent debate's at equal generation budget"
+            ),
         ),
-        _paired(
+        paired_criterion(
             "less_exploitable_than_independent",
             "econ",
             "nash_conv",
@@ -297,7 +282,9 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
             "independent",
             NASH_EFFECT,
             NASH_SOURCE,
-            "scripted executors: NashConv (common payoff) of ECON's profile below independent learners'",
+            description=(
+                "scripted executors: NashConv (common payoff) of ECON's profile below independent learners'"
+            ),
         ),
         Criterion(
             "nash_conv_decreases",
@@ -320,7 +307,7 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
     ]
     if config.llm_model is not None:
         out += [
-            _paired(
+            paired_criterion(
                 "fewer_tokens_than_debate",
                 "llm_econ",
                 "log_total_tokens",
@@ -328,9 +315,9 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
                 "llm_debate_usual",
                 TOKEN_EFFECT,
                 TOKEN_SOURCE,
-                "LLM path: ECON prompt+generated tokens below debate's at its usual settings",
+                description="LLM path: ECON prompt+generated tokens below debate's at its usual settings",
             ),
-            _paired(
+            paired_criterion(
                 "llm_beats_self_consistency",
                 "llm_econ",
                 "accuracy",
@@ -338,7 +325,7 @@ def _criteria(config: ECONCheckConfig) -> tuple[Criterion, ...]:
                 "llm_self_consistency",
                 ACC_EFFECT,
                 ACC_SOURCE,
-                "LLM path: ECON accuracy above self-consistency's at equal budget",
+                description="LLM path: ECON accuracy above self-consistency's at equal budget",
             ),
         ]
     return tuple(out)
