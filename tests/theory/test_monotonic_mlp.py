@@ -496,6 +496,26 @@ def test_stability_is_judged_by_failures_on_a_grid_of_at_least_5000_steps() -> N
     assert {g.name for g in claim.gates_at("small")} >= {"grid_target_learnable", "mpg_learnable"}
 
 
+def test_small_grid_pairs_several_initialisations_per_scale_and_seed() -> None:
+    """Issue 43, remaining: with one initialisation per scale each seed gave only three paired cells, so
+    a seed's item resample often held no differing cell and the headline's cluster-bootstrap interval
+    ended at 0 (run 20261205T161313129686Z-bd8790). Small now trains two initialisations per scale
+    (6 cells per seed, at least 24 paired cells per arm) for 5000 steps, over the arms that fit; the
+    exp + sigmoid net stays on the grid in full."""
+    small, full = CHECK.config("small"), CHECK.config("full")
+    cells_per_seed = len(small.init_scales) * small.grid_reps
+    assert small.grid_reps >= 2 and cells_per_seed >= 6
+    assert CHECK.default_seeds["small"] >= 4
+    assert CHECK.default_seeds["small"] * cells_per_seed >= 24
+    assert small.steps_grid >= 5000 and set(small.init_scales) == {0.1, 1.0, 3.0}
+    assert small.arms_grid == ("sign_adaptive", "nonneg_switch_square")
+    assert "nonneg_sigmoid_exp" in small.arms_mpg and "nonneg_sigmoid_exp" in full.arms_grid
+    names = {c.name for c in CHECK.claim_for(small).criteria_at("small")}
+    assert {"fails_less_than_square", "grid_error_vs_square"} <= names
+    assert "fails_less_than_exp" not in names
+    assert "fails_less_than_exp" in {c.name for c in CHECK.claim_for(full).criteria}
+
+
 def test_criteria_follow_the_arms_that_run() -> None:
     tiny = CHECK.claim_for(CHECK.config("tiny"))
     names = {c.name for c in tiny.criteria}

@@ -12,18 +12,20 @@ trained on the same data in the same run:
 1. Expressivity, 1-D: tanh(3x) and min(x, 0) on [-2, 2] (512 points, noise 0.01), 1000 steps; test
    MSE against the noiseless target on a grid (``full`` adds x^3/8 and a smoothed staircase).
 2. Robustness, 8-D: f(x) = sum tanh(2x_i) + softplus(x1 + x2) + min(x3, x4), 2000 samples, noise
-   0.05, depth 3, width 64; each seed trains ``grid_reps`` (1) initialisations at every init scale in
-   {0.1, 1, 3} for up to ``steps_grid`` = 5000 steps. A (scale, init) cell *fails* when its test MSE
-   exceeds ``failure_factor`` (2) x the best grid arm's median on that seed (our declared rule).
+   0.05, depth 3, width 64; each seed trains ``grid_reps`` (2) initialisations at every init scale in
+   {0.1, 1, 3} for up to ``steps_grid`` = 5000 steps: 6 (scale, init) cells per seed, the same cells
+   in every arm. A cell *fails* when its test MSE exceeds ``failure_factor`` (2) x the best grid
+   arm's median on that seed (our declared rule, the brief's).
 3. Auto MPG (vega-datasets ``cars``), 5-fold CV, RMSE in miles per gallon, decreasing in
    displacement, horsepower and weight, 1000 steps.
 
-Arms (small): ours ``sign_adaptive``; baselines ``nonneg_sigmoid_exp`` (exp-reparameterised weights +
-sigmoid, the classic bounded construction) and ``nonneg_switch_square`` (square-reparameterised
+Arms (small): ours ``sign_adaptive``; baselines ``nonneg_switch_square`` (square-reparameterised
 weights + ReLU with half of each layer's neurons reflected, Runje & Shankaranarayana 2023) on all
-three experiments; ``nonneg_relu`` (convex functions only) and ``nonpos_relu`` (the paper's
-universality construction) in 1-D; ``nonpos_relu`` and ``minmax`` (Sill, 8 groups x 8) on Auto MPG.
-``full`` runs every arm everywhere (``sign_adaptive_post`` too) with 10 initialisations per scale.
+three experiments and ``nonneg_sigmoid_exp`` (exp-reparameterised weights + sigmoid, the classic
+bounded construction) on Auto MPG; ``nonneg_relu`` (convex functions only) and ``nonpos_relu`` (the
+paper's universality construction) in 1-D; ``nonpos_relu`` and ``minmax`` (Sill, 8 groups x 8) on
+Auto MPG. ``full`` runs every arm everywhere (``sign_adaptive_post`` and ``nonneg_sigmoid_exp`` on
+the grid too) with 10 initialisations per scale.
 References: ``unconstrained`` (plain ReLU MLP, positive control, not monotone; on the grid trained
 once per seed at init scale 1) and ``constant`` (the training-mean predictor).
 
@@ -32,9 +34,10 @@ RMSE <= 0.6x the constant's; 1-D MSE <= 1e-3 (the noise variance is 1e-4).
 
 Headline, declared before the small run: ``fails_less_than_square``, sign-adaptive fails on fewer
 grid cells than the square-reparameterised net, paired over seeds and cells (two-stage bootstrap),
-smallest effect 1/3 (one of the three init scales per seed, the grid's resolution).
-Supporting: the same against exp + sigmoid; non-inferiority of sign-adaptive's log test MSE over the
-grid cells against each (margin log 1.1, our "within 10 %" rule); our reproduction
+smallest effect 1/3 (one of the three init scales, all of its initialisations, per seed).
+Supporting: non-inferiority of sign-adaptive's log test MSE over the grid cells against the square
+net (margin log 1.1, our "within 10 %" rule); the same two comparisons against exp + sigmoid
+wherever it runs on the grid (``full``, or ``arms_grid`` set so); our reproduction
 rule, min over {grid median MSE, Auto MPG RMSE} of sign-adaptive's error over the best constrained
 baseline's <= 1.10; Auto MPG within one fold-std of the best monotone baseline; universality, the
 log MSE ratio of non-pos+ReLU to the unconstrained MLP <= log 5 on both 1-D targets, and of
@@ -46,7 +49,20 @@ History (issue 43): the old stability criterion compared the IQR of grid test MS
 sigmoid net's after 1000 steps; that net fits badly at every scale (median MSE 3.3 against a target
 variance of 5.8), so the comparison (IQR 1.99 vs 1.89, within seed noise) said nothing about
 sensitivity to initialisation. ``nonpos_relu`` left the small grid (not a baseline the paper claims
-to beat) and the grid takes one initialisation per scale, to fit 5000 steps into the small budget.
+to beat) and the grid took one initialisation per scale, to fit 5000 steps into the small budget.
+
+Changed after seeing run 20261205T161313129686Z-bd8790 (5 seeds x 3 cells; headline -0.267, 95 % CI
+[-0.6, 0], inconclusive (underpowered)), because one initialisation per scale gave each seed only
+three paired items, so a seed's item resample often held no differing cell and the cluster
+bootstrap's upper bound sat at 0: the grid now takes two initialisations per scale (6 cells per seed,
+4 seeds: 24 paired cells per arm against 15), still for 5000 steps. To pay for it within the same
+budget, ``nonneg_sigmoid_exp`` left the small grid. It is the arm that fits worst there (per-seed
+median test MSE 0.10-0.44 against sign-adaptive's 0.02-0.03 and the square net's 0.05-0.08; stuck at
+the constant predictor from init scale 0.1 on 3 of 5 seeds), so it is the least informative
+comparison for stability among arms that fit (the issue's point), and its failure comparison had
+already held in that run (-0.533, 95 % CI [-0.867, -0.2]). It still runs on Auto MPG, and on the
+grid in ``full``. The criteria, the failure rule, the smallest effect (1/3) and the margin are
+unchanged. Seeds went from 5 to 4 for the same budget reason.
 """
 
 from __future__ import annotations
@@ -139,9 +155,9 @@ class MonotonicMLPConfig:
     steps_1d: int = 1000
     # 2. robustness grid (8-D)
     run_grid: bool = True
-    arms_grid: tuple[str, ...] = ("sign_adaptive", "nonneg_sigmoid_exp", "nonneg_switch_square")
+    arms_grid: tuple[str, ...] = ("sign_adaptive", "nonneg_switch_square")  # arms that fit (issue 43)
     init_scales: tuple[float, ...] = (0.1, 1.0, 3.0)
-    grid_reps: int = 1
+    grid_reps: int = 2  # initialisations per init scale and seed: 6 paired cells per seed
     grid_n: int = 2000
     width_grid: int = 64
     hidden_grid: int = 3
@@ -222,7 +238,10 @@ def _crit(name: str, arm: str, metric: str, op: Any, description: str, **kw: Any
 _CONSTRAINED_ARMS = tuple(a for a in ARMS if a != "unconstrained")
 REFERENCES: tuple[str, ...] = ("unconstrained", "constant")
 FAIL_EFFECT = 1.0 / 3.0
-FAIL_SOURCE = "one of the three init scales failing more often per seed: the finest step the grid resolves"
+FAIL_SOURCE = (
+    "one of the three init scales (all of its initialisations) failing more often per seed, "
+    "i.e. a third of the grid's cells"
+)
 MSE_MARGIN = math.log(1.10)
 MSE_SOURCE = "declared reproduction rule: within 10 % of the best constrained baseline's error"
 UNIVERSAL_FACTOR = 5.0
@@ -441,9 +460,10 @@ CLAIM_TEMPLATE = Claim(
     min_seeds=3,
     setup_notes=(
         "The paper's benchmark numbers were not recovered; the experiments are our own design: 1-D targets "
-        "tanh(3x) and min(x, 0) (the universality criteria), an 8-D init-scale grid ({0.1, 1, 3} x 1 init "
-        "per seed x 5 seeds, 5000 Adam steps) with sign-adaptive against the exp + sigmoid and the square + "
-        "switched-ReLU non-negative nets, and Auto MPG 5-fold CV (vega-datasets). Adam lr 3e-3 (trainer "
+        "tanh(3x) and min(x, 0) (the universality criteria), an 8-D init-scale grid ({0.1, 1, 3} x 2 inits "
+        "per seed x 4 seeds, 5000 Adam steps) with sign-adaptive against the square + switched-ReLU "
+        "non-negative net (exp + sigmoid joins it in full), and Auto MPG 5-fold CV (vega-datasets) with "
+        "the exp + sigmoid net too. Adam lr 3e-3 (trainer "
         "default 1e-3) with early stopping on a validation split for every arm, widths 32 (1-D, Auto MPG) "
         "and 64 (8-D). Which non-negative nets use exp vs square reparameterisation and sigmoid vs switched "
         "ReLU is our pairing. References: the unconstrained ReLU MLP (positive control, not monotone) and "
@@ -484,7 +504,7 @@ class MonotonicMLPCheck(ClaimCheck[MonotonicMLPConfig]):
             patience=50,
         ),
     }
-    default_seeds = {"tiny": 1, "small": 5, "full": 5}
+    default_seeds = {"tiny": 1, "small": 4, "full": 5}
 
     def claim_for(self, config: MonotonicMLPConfig) -> Claim:
         return _claim(config)
