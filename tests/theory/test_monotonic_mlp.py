@@ -554,3 +554,9 @@ def test_grid_items_pair_cells_across_arms_and_mark_failures() -> None:
     best = min(out.metrics[a]["grid/median_mse"] for a in config.arms_grid)
     assert threshold == pytest.approx(config.failure_factor * best)
     assert out.metrics["constant"]["grid/test_mse"] > 0 and out.metrics["unconstrained"]["grid/test_mse"] > 0
+    # the gate's unconstrained reference: grid_reference_reps fits per seed (1 at small), not grid_reps
+    assert config.grid_reps == 2 and config.grid_reference_reps == 1
+    assert len(out.series["grid"]["test_mse"]["unconstrained (scale 1)"][0]) == 1
+    assert CHECK.config("full").grid_reference_reps == CHECK.config("full").grid_reps
+    with pytest.raises(ValueError, match="grid_reference_reps"):
+        dataclasses.replace(config, grid_reference_reps=0)

@@ -163,6 +163,7 @@ class MonotonicMLPConfig:
     hidden_grid: int = 3
     steps_grid: int = 5000
     grid_reference: bool = True  # fit the unconstrained MLP at init scale 1 (the gate's control)
+    grid_reference_reps: int = 1  # its initialisations per seed (the first ones of the grid's reps)
     failure_factor: float = 2.0  # a grid fit fails when its test MSE > this x the best arm's median
     # 3. Auto MPG
     run_mpg: bool = True
@@ -211,6 +212,7 @@ class MonotonicMLPConfig:
                 "hidden_1d",
                 "steps_1d",
                 "grid_reps",
+                "grid_reference_reps",
                 "width_grid",
                 "hidden_grid",
                 "steps_grid",
@@ -498,6 +500,7 @@ class MonotonicMLPCheck(ClaimCheck[MonotonicMLPConfig]):
             width_1d=64,
             steps_1d=10_000,
             grid_reps=10,
+            grid_reference_reps=10,
             steps_grid=10_000,
             width_mpg=64,
             steps_mpg=10_000,
@@ -589,7 +592,8 @@ class MonotonicMLPCheck(ClaimCheck[MonotonicMLPConfig]):
             dims = [8] + [config.width_grid] * config.hidden_grid + [1]
             grid: dict[str, list[list[float]]] = {arm: [] for arm in config.arms_grid}
             total = len(config.arms_grid) * len(config.init_scales) * config.grid_reps
-            total += config.grid_reps if config.grid_reference else 0
+            ref_reps = min(config.grid_reference_reps, config.grid_reps)
+            total += ref_reps if config.grid_reference else 0
             done = 0
             for arm in config.arms_grid:
                 for scale in config.init_scales:
@@ -618,7 +622,7 @@ class MonotonicMLPCheck(ClaimCheck[MonotonicMLPConfig]):
             metrics["constant"]["grid/test_mse"] = _mse(np.full_like(split.y_test, mu), split.y_test)
             if config.grid_reference:
                 ref = []
-                for rep in range(config.grid_reps):
+                for rep in range(ref_reps):
                     ctx.progress("8-D grid", done, total)
                     done += 1
                     model = fit(
