@@ -46,7 +46,7 @@ from .mending import (
     select_representatives,
     train_denoiser,
 )
-from .model import GCNAutoencoder, LocalTrainConfig, kmeans, normalized_adjacency, train_local
+from .model import INITS, GCNAutoencoder, LocalTrainConfig, kmeans, normalized_adjacency, train_local
 
 __all__ = [
     "FedNCNConfig",
@@ -95,6 +95,9 @@ class FedNCNConfig:
             each is the other's best-scoring group on that client and their kernel is at least
             ``min_kernel``; ``"best_per_client"`` links every group to its best group on every
             other client (this implementation's earlier rule).
+        init: weight initialisation of every arm's local model and of FedNCN's generator (see
+            :class:`~.model.GCNAutoencoder`): ``"glorot"`` (default, the GCN/DEC convention) or
+            ``"torch"`` (PyTorch's ``nn.Linear`` default, this implementation's earlier behaviour).
     """
 
     dims: tuple[int, ...] = (500, 500, 2000, 10)
@@ -118,6 +121,7 @@ class FedNCNConfig:
     warmup_rounds: int = 0
     inter_rule: str = "mutual"
     min_kernel: float = 0.0
+    init: str = "glorot"
 
     def __post_init__(self) -> None:
         check_fields(
@@ -134,6 +138,8 @@ class FedNCNConfig:
         check_in_range("FedNCNConfig.share", self.share, 0.0, 1.0, low_open=True)
         check_in_range("FedNCNConfig.keep", self.keep, 0.0, 1.0, low_open=True)
         check_in_range("FedNCNConfig.min_kernel", self.min_kernel, -1.0, 1.0)
+        if self.init not in INITS:
+            raise ValueError(f"FedNCNConfig.init must be one of {INITS}, got {self.init!r}")
         if self.inter_rule not in INTER_RULES:
             raise ValueError(f"FedNCNConfig.inter_rule must be one of {INTER_RULES}, got {self.inter_rule!r}")
         if not self.dims:
@@ -251,10 +257,10 @@ def _scatter(partition: Partition, labels: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _seeded_model(in_dim: int, dims: tuple[int, ...], seed: int) -> GCNAutoencoder:
+def _seeded_model(in_dim: int, dims: tuple[int, ...], seed: int, init: str = "glorot") -> GCNAutoencoder:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return GCNAutoencoder(in_dim, dims)
+        return GCNAutoencoder(in_dim, dims, init=init)
 
 
 # ---------------------------------------------------------------------------------------------- arms
@@ -269,7 +275,7 @@ def run_centralised(
     check_positive("num_clusters", num_clusters, integer=True)
     x = standardize_features(data.x) if config.standardize else data.x.float()
     adj = normalized_adjacency(data.edge_index, int(data.num_nodes))
-    model = _seeded_model(x.shape[1], config.dims, seed)
+    model = _seeded_model(x.shape[1], config.dims, seed, config.init)
     gen = torch.Generator().manual_seed(seed)
     centers: Tensor | None = None
     labels = np.zeros(len(x), dtype=np.int64)
@@ -295,7 +301,7 @@ def run_local(
     """Each client trains and clusters alone; ids aligned afterwards by raw-feature centroids."""
     _check_inputs(partition, num_clusters)
     tensors = _client_tensors(partition, config)
-    models = [_seeded_model(x.shape[1], config.dims, seed) for x, _, _ in tensors]
+    models = [_seeded_model(x.shape[1], config.dims, seed, config.init) for x, _, _ in tensors]
     gen = torch.Generator().manual_seed(seed)
     centers: list[Tensor | None] = [None] * len(tensors)
     labels = [np.zeros(len(x), dtype=np.int64) for x, _, _ in tensors]
@@ -324,7 +330,7 @@ def run_fedavg(
     _check_inputs(partition, num_clusters)
     tensors = _client_tensors(partition, config)
     sizes = np.array([c.num_nodes for c in partition.clients], dtype=float)
-    global_model = _seeded_model(tensors[0][0].shape[1], config.dims, seed)
+    global_model = _seeded_model(tensors[0][0].shape[1], config.dims, seed, config.init)
     protos: Tensor | None = None
     local_cfg = config.local(prox_mu=config.prox_mu if prox else 0.0)
     gen = torch.Generator().manual_seed(seed)
@@ -333,7 +339,7 @@ def run_fedavg(
         warm = r < config.warmup_rounds
         states, cents, counts, labels = [], [], [], []
         for x, adj, ei in tensors:
-            model = _seeded_model(x.shape[1], config.dims, seed)
+            model = _seeded_model(x.shape[1], config.dims, seed, config.init)
             model.load_state_dict(global_model.state_dict())
             ref = [p.detach().clone() for p in global_model.parameters()]
             train_local(model, x, adj, local_cfg, centers=protos, reference=ref, edge_index=ei, generator=gen)
@@ -389,11 +395,11 @@ def run_fedncn(
     tensors = _client_tensors(partition, config)
     in_dim = tensors[0][0].shape[1]
     k = num_clusters
-    server = _seeded_model(in_dim, config.dims, seed + 1)
+    server = _seeded_model(in_dim, config.dims, seed + 1, config.init)
     theta: dict[str, Tensor] | None = None
     protos: Tensor | None = None
     gen = torch.Generator().manual_seed(seed)
-    client_models = [_seeded_model(in_dim, config.dims, seed) for _ in tensors]
+    client_models = [_seeded_model(in_dim, config.dims, seed, config.init) for _ in tensors]
     history: dict[str, list[float]] = {
         "cross_links": [],
         "candidate_links": [],
