@@ -514,3 +514,57 @@ def test_check_declares_references_gates_and_a_paired_headline() -> None:
     assert head.smallest_effect == pytest.approx(0.2 * CHECK.config("small").bp_steps)
     for c in claim.criteria_at("small"):
         assert c.other_arm is None or c.smallest_effect is not None
+
+
+# ---------------------------------------------------------------- the official runner and initialisation
+
+
+def test_collect_keeps_the_first_episodes_to_end_like_the_official_runner() -> None:
+    """``keep``: the envs run in lockstep until ``keep`` episodes have ended; the batch holds the last
+    ``keep`` to end and ``steps`` counts every ended episode (the official EnvsRunner + deque)."""
+    actors = [AgentGRUActor(5, 8, mlp=8, rnn=8, max_t=45) for _ in range(2)]
+    seeds = list(range(8))
+
+    def run(keep):
+        envs = [MacroBoxPushing(grid=4, horizon=40) for _ in seeds]
+        g = torch.Generator().manual_seed(3)
+        return collect(envs, actors, eps=1.0, greedy=False, generator=g, seeds=seeds, keep=keep)
+
+    full = run(None)
+    lens = full.valid.sum(1).numpy()
+    assert full.steps == int(lens.sum()) and len(set(lens.tolist())) > 1  # episodes of several lengths
+    for keep in (1, 3, 8):
+        part = run(keep)
+        cutoff = np.sort(lens)[keep - 1]
+        ended = np.flatnonzero(lens <= cutoff)
+        expected = sorted(sorted(ended.tolist(), key=lambda e: (lens[e], e))[-keep:])
+        assert part.obs.shape[0] == keep
+        np.testing.assert_array_equal(part.valid.sum(1).numpy(), lens[expected])
+        np.testing.assert_array_equal(part.returns, full.returns[expected])
+        assert part.steps == int(lens[ended].sum())
+    with pytest.raises(ValueError, match="keep"):
+        run(9)
+    with pytest.raises(ValueError, match="n_envs"):
+        ACACConfig(n_envs=8, episodes_per_update=16)
+
+
+def test_official_init_is_xavier_with_the_leaky_relu_gain_and_zero_bias() -> None:
+    from icml25.rl.acac.learner import official_init
+
+    torch.manual_seed(0)
+    actor = AgentGRUActor(5, 8, mlp=32, rnn=32)
+    official_init(actor)
+    first = actor.encoder.mlp[0]
+    last = actor.out[-1]
+    leaky = torch.nn.init.calculate_gain("leaky_relu")
+    bound = leaky * math.sqrt(6 / (first.in_features + first.out_features))
+    w = first.weight.abs().max().item()
+    assert 0.8 * bound < w <= bound  # PyTorch's default bound 1/sqrt(7) = 0.38 is below 0.8 * 0.75
+    assert last.weight.abs().max().item() <= math.sqrt(6 / (32 + 8)) + 1e-6
+    assert last.weight.abs().max().item() > 0.8 * math.sqrt(6 / 40)
+    for m in actor.modules():
+        if isinstance(m, torch.nn.Linear):
+            assert (m.bias == 0).all()
+    critic = AgentCentricCritic(2, 5)
+    official_init(critic)
+    assert all((enc.mlp[0].bias == 0).all() for enc in critic.encoders)

@@ -3,13 +3,20 @@
 Jung et al., *Agent-Centric Actor-Critic for Asynchronous Multi-Agent Reinforcement Learning*,
 ICML 2025, https://openreview.net/forum?id=323GZNnGqe.
 
-One update (the repo's ``algs/acac.py``): collect ``episodes_per_update`` on-policy episodes from
-parallel copies of the environment; compute joint steps, the target critic's values and the
-modified GAE once; then ``ppo_epochs`` full-batch steps of the critic loss
+One update (the repo's ``algs/acac.py``): ``n_envs`` copies of the environment (32 in ``bp6.json``)
+run in lockstep until ``episodes_per_update`` (``train_freq``, 16) episodes have ended; those
+episodes form the batch, the unfinished ones are dropped, and the env-step counter adds the length
+of every ended episode (the official ``EnvsRunner.run`` and its 16-episode buffer; ``n_envs =
+episodes_per_update`` runs every episode to its end, our earlier choice); compute joint steps,
+the target critic's values and the modified GAE once; then ``ppo_epochs`` full-batch steps of the critic loss
 ``mean_k (G_k - V(h_k))^2`` (PopArt-normalised) and of every agent's PPO-clip loss over its own
 decision points, each with its own Adam optimiser, no entropy bonus, no gradient clipping; hard
 copy of the target critic every ``target_update_episodes`` episodes. Exploration mixes the policy
-with a uniform one, ``eps`` decaying linearly per episode. Evaluation is greedy (``eps = 0``).
+with a uniform one, ``eps`` decaying linearly in the official episode count (``episodes_per_update``
+per update). Evaluation is greedy (``eps = 0``); the official runner samples from the policy in its
+evaluation episodes. ``official_init`` (default) initialises the MLP layers as the official
+``Linear`` helper does (Xavier-uniform with the leaky-ReLU gain, zero bias); ``False`` keeps
+PyTorch's defaults (our earlier choice).
 
 Time-outs are not terminal: an episode cut off at the horizon bootstraps its last joint step from
 the target critic's value of the agents' histories at the horizon, ``R_K + Gamma_K V(h_T)``, as the
@@ -37,7 +44,14 @@ from icml25.core.validate import check_fields
 
 from .envs import MacroActionEnv
 from .gae import JointSteps, compact, joint_step_gae, joint_steps
-from .models import AgentCentricCritic, AgentGRUActor, PaddedJointCritic, PopArt, exploration_log_probs
+from .models import (
+    AgentCentricCritic,
+    AgentGRUActor,
+    PaddedJointCritic,
+    PopArt,
+    _HistoryEncoder,
+    exploration_log_probs,
+)
 
 __all__ = [
     "ACACConfig",
@@ -47,6 +61,7 @@ __all__ = [
     "advantages",
     "collect",
     "make_critic",
+    "official_init",
     "train_acac",
 ]
 
@@ -81,12 +96,15 @@ class ACACConfig:
     eval_every: int = 5
     eval_episodes: int = 10
     bootstrap_truncation: bool = True
+    n_envs: int = 32
+    official_init: bool = True
 
     def __post_init__(self) -> None:
         check_fields(
             self,
             positive_int=(
                 "episodes_per_update",
+                "n_envs",
                 "ppo_epochs",
                 "actor_mlp",
                 "actor_rnn",
@@ -105,6 +123,11 @@ class ACACConfig:
         )
         if self.gamma == 0.0:
             raise ValueError("ACACConfig.gamma must be > 0")
+        if self.n_envs < self.episodes_per_update:
+            raise ValueError(
+                f"ACACConfig.n_envs ({self.n_envs}) must be >= episodes_per_update "
+                f"({self.episodes_per_update})"
+            )
 
 
 @dataclass
@@ -130,10 +153,30 @@ class Batch:
     terminated: Tensor | None = None
     final_obs: Tensor | None = None
     final_starts: Tensor | None = None
+    env_steps: int | None = None
 
     @property
     def steps(self) -> int:
-        return int(self.valid.sum())
+        """Environment steps this collection counts: every finished episode's length (``env_steps``,
+        which includes finished episodes that were not kept), else the kept episodes' steps."""
+        return int(self.valid.sum()) if self.env_steps is None else self.env_steps
+
+    def select(self, rows: Tensor) -> Batch:
+        """The episodes ``rows`` only (``env_steps`` unchanged)."""
+        pick = lambda x: None if x is None else x[rows]  # noqa: E731
+        return Batch(
+            self.obs[rows],
+            self.starts[rows],
+            self.actions[rows],
+            self.logp[rows],
+            self.rewards[rows],
+            self.valid[rows],
+            self.returns[rows.numpy()],
+            pick(self.terminated),
+            pick(self.final_obs),
+            pick(self.final_starts),
+            self.env_steps,
+        )
 
 
 def make_critic(kind: str, env: MacroActionEnv, cfg: ACACConfig) -> nn.Module:
@@ -155,6 +198,25 @@ def make_critic(kind: str, env: MacroActionEnv, cfg: ACACConfig) -> nn.Module:
 
 
 @torch.no_grad()
+def official_init(module: nn.Module) -> None:
+    """The official ``Linear`` initialisation: Xavier-uniform weights with the leaky-ReLU gain and
+    zero biases for every MLP layer of the history encoders and the actor's head; the actor's output
+    layer gets gain 1 ('linear'). GRUs, attention and the PopArt head keep PyTorch's defaults (the
+    official GRU and GPT-2 block keep theirs too)."""
+    leaky = nn.init.calculate_gain("leaky_relu")
+    layers: list[tuple[nn.Linear, float]] = []
+    encoders = [m for m in module.modules() if isinstance(m, _HistoryEncoder)]
+    for enc in encoders:
+        layers += [(m, leaky) for m in enc.mlp.modules() if isinstance(m, nn.Linear)]
+    if isinstance(module, AgentGRUActor):
+        head = [m for m in module.out.modules() if isinstance(m, nn.Linear)]
+        layers += [(m, leaky) for m in head[:-1]] + [(head[-1], 1.0)]
+    for layer, gain in layers:
+        nn.init.xavier_uniform_(layer.weight, gain=gain)
+        nn.init.zeros_(layer.bias)
+
+
+@torch.no_grad()
 def collect(
     envs: list[MacroActionEnv],
     actors: list[AgentGRUActor],
@@ -163,11 +225,20 @@ def collect(
     greedy: bool,
     generator: torch.Generator,
     seeds: list[int],
+    keep: int | None = None,
 ) -> Batch:
     """Run one episode in each of ``envs`` (reset with ``seeds``) with the decentralised actors.
 
     Each agent's GRU state advances only at its own decision points; busy agents send ``None``.
+
+    ``keep`` (the official ``EnvsRunner.run(n_epis=keep)``): the envs step in lockstep until at least
+    ``keep`` episodes have ended; the unfinished ones are dropped, the batch holds the last ``keep``
+    episodes to end (in order of ending, ties by env index: the official buffer is a deque of
+    ``keep`` episodes) and ``env_steps`` counts the steps of every ended episode. ``None`` runs every
+    episode to its end.
     """
+    if keep is not None and not 1 <= keep <= len(envs):
+        raise ValueError(f"keep must lie in [1, {len(envs)}], got {keep}")
     if not envs or len(envs) != len(seeds):
         raise ValueError("envs must be non-empty and match seeds")
     env0 = envs[0]
@@ -190,8 +261,9 @@ def collect(
     h = [torch.zeros(1, E, a.rnn) for a in actors]
     totals = np.zeros(E)
     terminated = torch.zeros(E, dtype=torch.bool)
+    ended_at = np.full(E, -1)
     for t in range(T):
-        if not alive.any():
+        if not alive.any() or (keep is not None and int((ended_at >= 0).sum()) >= keep):
             break
         alive_t = torch.as_tensor(alive)
         live_dec = dec & alive_t[:, None]
@@ -221,7 +293,15 @@ def collect(
             if term[names[0]] or trunc[names[0]]:
                 alive[e] = False
                 terminated[e] = bool(term[names[0]])
-    return Batch(obs, starts, actions, logp, rewards, valid, totals, terminated, cur.clone(), dec.clone())
+                ended_at[e] = t + 1
+    batch = Batch(obs, starts, actions, logp, rewards, valid, totals, terminated, cur.clone(), dec.clone())
+    if keep is None:
+        return batch
+    ended = np.flatnonzero(ended_at >= 0)
+    order = sorted(ended.tolist(), key=lambda e: (ended_at[e], e))
+    rows = torch.as_tensor(sorted(order[-keep:]), dtype=torch.long)
+    batch.env_steps = int(ended_at[ended].sum())
+    return batch.select(rows)
 
 
 def _eps_at(cfg: ACACConfig, episodes: int) -> float:
@@ -262,7 +342,7 @@ def train_acac(
     """Train decentralised actors with PPO, the modified GAE and critic ``critic`` for ``cfg.total_steps``.
 
     Args:
-        env_fn: builds one environment (called ``episodes_per_update + 1`` times).
+        env_fn: builds one environment (called ``n_envs + eval_episodes`` times).
         critic: ``"acac"``, ``"duplicate"`` or ``"padded"``.
         cfg: learner settings (default :class:`ACACConfig`).
         seed: seeds the networks, the action sampling and the environment resets.
@@ -278,7 +358,7 @@ def train_acac(
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
-    envs = [env_fn() for _ in range(cfg.episodes_per_update)]
+    envs = [env_fn() for _ in range(cfg.n_envs)]
     eval_envs = [env_fn() for _ in range(cfg.eval_episodes)]
     env0 = envs[0]
     actors = [
@@ -293,6 +373,10 @@ def train_acac(
         for _ in range(env0.n_agents)
     ]
     value_fn = make_critic(critic, env0, cfg)
+    if cfg.official_init:
+        for actor in actors:
+            official_init(actor)
+        official_init(value_fn)
     target = copy.deepcopy(value_fn)
     actor_opts = [torch.optim.Adam(a.parameters(), lr=cfg.actor_lr) for a in actors]
     critic_opt = torch.optim.Adam(value_fn.parameters(), lr=cfg.critic_lr)
@@ -312,9 +396,11 @@ def train_acac(
     while env_steps < cfg.total_steps:
         eps = _eps_at(cfg, episodes)
         seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(envs))]
-        batch = collect(envs, actors, eps=eps, greedy=False, generator=gen, seeds=seeds)
+        batch = collect(
+            envs, actors, eps=eps, greedy=False, generator=gen, seeds=seeds, keep=cfg.episodes_per_update
+        )
         env_steps += batch.steps
-        episodes += len(envs)
+        episodes += cfg.episodes_per_update
         updates += 1
         result.train_returns.append(float(batch.returns.mean()))
         loss = _update(cfg, batch, actors, actor_opts, value_fn, target, critic_opt, head, eps)
