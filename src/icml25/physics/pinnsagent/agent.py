@@ -29,7 +29,7 @@ import numpy as np
 
 from icml25.core.validate import check_positive
 
-from .knowledge import KnowledgeBase, ParamStats, Retrieved, format_config
+from .knowledge import KnowledgeBase, ParamStats, Retrieved
 from .pdes import PDESpec
 from .pinn import SearchSpace, TrainResult, config_key, train_pinn
 
@@ -209,6 +209,11 @@ SYSTEM_PROMPT = (
 )
 
 
+def config_text(config: Mapping[str, Any]) -> str:
+    """A configuration as ``name=value`` pairs (not JSON: a small model copies JSON it is shown)."""
+    return ", ".join(f"{k}={v}" if isinstance(v, str) else f"{k}={v:g}" for k, v in config.items())
+
+
 def planner_prompt(
     pde: PDESpec,
     space: SearchSpace,
@@ -218,7 +223,13 @@ def planner_prompt(
     history: Sequence[tuple[Config, TrainResult]],
     max_history: int = 5,
 ) -> Conversation:
-    """The planner's conversation (our wording of the paper's planner prompt)."""
+    """The planner's conversation (our wording of the paper's planner prompt, Sec. 3.4).
+
+    The configurations are shown as ``name=value`` pairs and the reply is one small JSON object
+    holding only the changed parameters; two in-context examples show that format with values the
+    starting configuration does not hold. (Our earlier prompt showed every configuration as JSON;
+    SmolLM2-135M then copied the starting configuration back unchanged in about a third of replies.)
+    """
     ranked = sorted(stats.scores, key=lambda p: -stats.scores[p])
     lines = [f"PDE to solve: {pde.description}"]
     if retrieved:
@@ -233,26 +244,40 @@ def planner_prompt(
     if history:
         hist = sorted(history, key=lambda h: h[1].log_l2)[:max_history]
         lines.append("Tried so far (best first):")
-        lines += [f"- L2 error {r.l2rel:.3g}: {format_config(c)}" for c, r in hist]
-    lines.append(f"Start from this configuration: {format_config(node_config)}")
+        lines += [f"- L2 error {r.l2rel:.3g}: {config_text(c)}" for c, r in hist]
+    lines.append(f"Current configuration: {config_text(node_config)}")
     lines.append(
-        "Change one or two of the important parameters to lower the error. Reply with only the changed "
-        'parameters as JSON, for example {"'
-        + ranked[0]
-        + '": '
-        + json.dumps(space.values[ranked[0]][-1])
-        + "}."
+        "Change one of the important parameters to a value it does not have yet, to lower the error. "
+        "Reply with only the changed parameter as JSON."
     )
     example_user = (
-        "PDE to solve: Poisson equation on the unit square.\nStart from this configuration: "
-        '{"activation": "relu", "lr": 0.0001}\nChange one or two parameters. Reply with JSON only.'
+        "PDE to solve: Poisson equation on the unit square.\n"
+        "Current configuration: activation=relu, lr=0.0001, width=16\n"
+        "Change one of the important parameters to a value it does not have yet. "
+        "Reply with only the changed parameter as JSON."
+    )
+    example_user2 = (
+        "PDE to solve: Heat equation on a rod.\n"
+        "Current configuration: optimizer=sgd, depth=2, sampling=uniform\n"
+        "Change one of the important parameters to a value it does not have yet. "
+        "Reply with only the changed parameter as JSON."
     )
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": example_user},
-        {"role": "assistant", "content": '{"activation": "tanh", "lr": 0.001}'},
+        {"role": "assistant", "content": '{"lr": 0.001}'},
+        {"role": "user", "content": example_user2},
+        {"role": "assistant", "content": '{"optimizer": "adam"}'},
         {"role": "user", "content": "\n".join(lines)},
     ]
+
+
+def close_json(reply: str) -> str:
+    """Restore the closing brace of a reply cut at the stop string ``}`` (generation halts at the
+    first ``}`` so that the reply is one object and no tokens are spent after it)."""
+    if not isinstance(reply, str):
+        raise TypeError(f"reply must be a string, got {type(reply).__name__}")
+    return reply + "}" if reply.count("{") > reply.count("}") else reply
 
 
 #: Names a reply may use for a parameter.

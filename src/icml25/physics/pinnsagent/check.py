@@ -49,8 +49,17 @@ Gates:
 Tiny scale checks only that the pipeline runs (two PDEs, a tiny randomly initialised Llama with a
 character-level tokenizer, both built in code, as the "LLM"; its noise exercises the fallback).
 
-Deviations (config flags in brackets): seven small PDEs with closed-form or Cole-Hopf references
-instead of PINNacle's 14; trainings of ``steps`` = 150 steps instead of 20,000; a reduced search space
+Changed after seeing run 20261205T231616888842Z-b0937a (7 PDEs x 3 seeds, 150 steps: headline
+-0.172 decades, 95 % CI [-0.468, +0.116], about 2.9x the units needed; the LLM gate passed at exactly
+0.50), because the headline's spread is between target PDEs and the parse rate sat on the gate's
+threshold: (1) three more target PDEs from the suite's families (Helmholtz 2-D, a 5-D Poisson as in
+PINNacle's PNd, a 2-D heat equation), ten in all, at 100 training steps instead of 150 so that the
+run stays within its time; (2) the planner prompt shows configurations as ``name=value`` pairs (not
+JSON, which SmolLM2 copied back unchanged), asks for one changed parameter with two one-key JSON
+examples, and generation stops at the first ``}``. No criterion, threshold or smallest effect changed.
+
+Deviations (config flags in brackets): ten small PDEs with closed-form or Cole-Hopf references
+instead of PINNacle's 14; trainings of ``steps`` = 100 steps instead of 20,000; a reduced search space
 (width <= ``max_width``, depth <= ``max_depth``, point counts <= ``max_points``); a knowledge base of
 40 random runs per PDE instead of 136-369 converged ones; a scripted planner as the headline arm and a
 135M model instead of GPT-4o for the LLM arm; the relative L2 error instead of the MSE (the scores are
@@ -77,6 +86,7 @@ from .agent import (
     Evaluator,
     SearchTrace,
     build_knowledge_base,
+    close_json,
     random_search,
     run_agents,
     tpe_search,
@@ -130,13 +140,16 @@ class PINNsAgentCheckConfig:
     pdes: tuple[str, ...] = (
         "poisson1d",
         "poisson2d",
+        "helmholtz2d",
+        "poissonnd",
         "heat1d",
+        "heat2d",
         "wave1d",
         "advection1d",
         "burgers1d",
         "allen_cahn1d",
     )
-    steps: int = 150
+    steps: int = 100
     max_width: int = 32
     max_depth: int = 4
     max_points: int = 256
@@ -291,8 +304,9 @@ CLAIM = Claim(
     setup_notes=(
         "Headline arm = LLM-free surrogate of the planner (scripted, a labelled control) on the paper's "
         "PGKR + memory tree; pinnsagent_llm = the embedded SmolLM2-135M-Instruct as planner (behind a "
-        "scoped gate). 7 small PDEs (Poisson 1-D/2-D, heat, wave, advection, Burgers via Cole-Hopf, "
-        "manufactured Allen-Cahn); 150-step PINN trainings; knowledge base of 40 random trainings per PDE "
+        "scoped gate). 10 small PDEs (Poisson 1-D/2-D/5-D, Helmholtz 2-D, heat 1-D/2-D, wave, advection, "
+        "Burgers via Cole-Hopf, manufactured Allen-Cahn); 100-step PINN trainings; knowledge base of 40 "
+        "random trainings per PDE "
         "built once and shared by the seeds, used leave-one-out; the release's exploration scores; 5 "
         "trainings per search (paper: GPT-4o, 14 PINNacle PDEs, 20k iterations, 136-369 runs per PDE)."
     ),
@@ -474,8 +488,9 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
                 temperature=config.temperature,
                 max_tokens=config.max_tokens,
                 seed=seed * 1000 + rounds[0],
+                stop=("}",),
             )
-            return [r[0] for r in model.generate(convs, gen)]
+            return [close_json(r[0]) for r in model.generate(convs, gen)]
 
         return generate
 

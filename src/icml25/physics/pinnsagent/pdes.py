@@ -134,9 +134,13 @@ class PDESpec:
             out[pick == k, i] = v
         return self.scale(out)
 
-    def test_grid(self, per_axis: int = 41) -> Tensor:
-        """A tensor-product grid of ``per_axis ** dim`` points for the test error."""
+    def test_grid(self, per_axis: int = 41, max_points: int = 41**3) -> Tensor:
+        """A tensor-product grid of ``per_axis ** dim`` points for the test error; in high dimension
+        the points per axis shrink until the grid holds at most ``max_points`` (5-D: 9 per axis)."""
         check_positive("per_axis", per_axis, integer=True)
+        check_positive("max_points", max_points, integer=True)
+        while per_axis > 2 and per_axis**self.dim > max_points:
+            per_axis -= 1
         axes = [torch.linspace(lo, hi, per_axis) for lo, hi in zip(self.lower, self.upper, strict=True)]
         mesh = torch.meshgrid(*axes, indexing="ij")
         return torch.stack([m.reshape(-1) for m in mesh], dim=1)
@@ -201,6 +205,16 @@ def _helmholtz(u: Tensor, x: Tensor) -> Tensor:
     return second(du, x, 0) + second(du, x, 1) + u[:, 0]
 
 
+def _laplace_neg_nd(u: Tensor, x: Tensor) -> Tensor:
+    du = grad(u, x)
+    return -sum((second(du, x, i) for i in range(x.shape[1])), torch.zeros(x.shape[0], dtype=x.dtype))
+
+
+def _heat2d(u: Tensor, x: Tensor) -> Tensor:
+    du = grad(u, x)
+    return du[:, 2] - 0.05 * (second(du, x, 0) + second(du, x, 1))
+
+
 def _heat(u: Tensor, x: Tensor) -> Tensor:
     du = grad(u, x)
     return du[:, 1] - 0.1 * second(du, x, 0)
@@ -236,6 +250,8 @@ def _burgers_exact(x: Tensor) -> Tensor:
 
 
 PI = math.pi
+#: dimension of the n-D Poisson problem (PINNacle's PNd is 5-D)
+POISSON_ND_DIM = 5
 
 
 def _suite() -> dict[str, PDESpec]:
@@ -268,6 +284,16 @@ def _suite() -> dict[str, PDESpec]:
             lambda x: torch.sin(PI * x[:, 0]) * torch.sin(2 * PI * x[:, 1]),
         ),
         PDESpec(
+            "poissonnd",
+            "Poisson equation -laplace u = (pi^2 / 4) sum_i sin(pi x_i / 2) on the unit cube in 5-D, "
+            "u = sum_i sin(pi x_i / 2), Dirichlet.",
+            _labels(family="poisson", type="elliptic", dimension="nd", time="time_independent", ic="no_ic"),
+            (0.0,) * POISSON_ND_DIM,
+            (1.0,) * POISSON_ND_DIM,
+            _laplace_neg_nd,
+            lambda x: torch.sin(0.5 * PI * x).sum(dim=1),
+        ),
+        PDESpec(
             "heat1d",
             "Heat equation u_t = 0.1 u_xx on [0, 1] x [0, 1], u(x, 0) = sin(pi x), zero Dirichlet ends.",
             _labels(family="heat", type="parabolic"),
@@ -275,6 +301,19 @@ def _suite() -> dict[str, PDESpec]:
             (1.0, 1.0),
             _heat,
             lambda x: torch.exp(-0.1 * PI**2 * x[:, 1]) * torch.sin(PI * x[:, 0]),
+            time_dependent=True,
+        ),
+        PDESpec(
+            "heat2d",
+            "Heat equation u_t = 0.05 (u_xx + u_yy) on the unit square for t in [0, 1], "
+            "u(x, y, 0) = sin(pi x) sin(2 pi y), zero Dirichlet sides.",
+            _labels(family="heat", type="parabolic", dimension="2d"),
+            (0.0, 0.0, 0.0),
+            (1.0, 1.0, 1.0),
+            _heat2d,
+            lambda x: (
+                torch.exp(-0.25 * PI**2 * x[:, 2]) * torch.sin(PI * x[:, 0]) * torch.sin(2 * PI * x[:, 1])
+            ),
             time_dependent=True,
         ),
         PDESpec(
