@@ -28,6 +28,7 @@ from icml25.life.wgformer import (
     mmff_refine,
     pairwise_distances,
     predict,
+    random_split,
     scaffold_split,
     sinkhorn,
     train_model,
@@ -140,6 +141,38 @@ def test_scaffold_split_is_a_partition_without_shared_scaffolds(records) -> None
         assert not {scaf[i] for i in a} & {scaf[i] for i in b}
     with pytest.raises(ValueError, match="frac"):
         scaffold_split(records, (0.5, 0.5, 0.5))
+
+
+def test_random_split_is_a_seeded_partition_of_the_requested_sizes() -> None:
+    recs = [
+        ConformerRecord(f"C{'C' * i}O", ("C", "O"), np.zeros((1, 2, 3)), np.zeros((2, 3))) for i in range(20)
+    ]
+    tr, va, te = random_split(recs, (0.7, 0.1, 0.2), seed=3)
+    assert sorted(tr + va + te) == list(range(20)) and (len(tr), len(va), len(te)) == (14, 2, 4)
+    assert (tr, va, te) == random_split(recs, (0.7, 0.1, 0.2), seed=3)
+    assert (tr, va, te) != random_split(recs, (0.7, 0.1, 0.2), seed=4)
+    with pytest.raises(ValueError, match="frac"):
+        random_split(recs, (0.7, 0.1, 0.1))
+
+
+def test_check_split_gives_every_part_the_acyclic_molecules() -> None:
+    """Defect fixed: under the scaffold split every acyclic molecule (one scaffold, '') went to train,
+    and in the small check's data (86 % acyclic) validation and test held none of them."""
+    from icml25.life.wgformer.check import CHECK
+    from icml25.life.wgformer.data import split_indices
+
+    acyclic = [f"C{'C' * (i % 7)}{'O' * (i // 7)}N" for i in range(80)]
+    rings = [f"C1CC{'C' * (i % 3)}C1{'C' * (i // 3)}" for i in range(20)]
+    recs = [ConformerRecord(s, ("C", "N"), np.zeros((1, 2, 3)), np.zeros((2, 3))) for s in acyclic + rings]
+    cfg = CHECK.config("small")
+    tr, va, te = split_indices(recs, cfg.split, cfg.split_mode, seed=cfg.data_seed)
+    for part in (tr, va, te):
+        share = np.mean([i < 80 for i in part])
+        assert 0.5 < share < 1.0  # the population's share is 0.8
+    tr, va, te = split_indices(recs, cfg.split, "scaffold", seed=cfg.data_seed)
+    assert not any(i < 80 for i in va + te)  # what the scaffold split does with one big scaffold
+    with pytest.raises(ValueError, match="split"):
+        split_indices(recs, cfg.split, "stratified")
 
 
 def test_bad_records_and_settings() -> None:
@@ -507,7 +540,12 @@ def test_check_follows_the_protocol_and_the_config() -> None:
     from icml25.life.wgformer.check import CHECK, CRMSD_EFFECT
 
     small = CHECK.config("small")
-    assert (small.input_mode, small.target_mode, small.steps) == ("raw", "mmff_from_input", 600)
+    assert (small.input_mode, small.target_mode, small.steps, small.split_mode) == (
+        "raw",
+        "mmff_from_input",
+        800,
+        "random",
+    )
     claim = CHECK.claim_for(small)
     names = {c.name for c in claim.criteria_at("small")}
     assert {"beats_softmax_crmsd", "beats_softmax_dmae", "beats_egnn_crmsd", "beats_egnn_dmae"} == names

@@ -10,7 +10,7 @@ layer one Wasserstein-gradient-flow step), decoded into an equivariant coordinat
 
 Implements: the model and its softmax / shared-QK-softmax variants (``model.py``), the EGNN baseline
 (``egnn.py``), the loss with Kabsch alignment and the D-MAE / D-RMSE / C-RMSD metrics plus an MMFF
-baseline (``metrics.py``), RDKit data with pseudo ground states and a scaffold split (``data.py``),
+baseline (``metrics.py``), RDKit data with pseudo ground states, random and scaffold splits (``data.py``),
 training (``training.py``) and the claim check (``check.py``).
 
     from icml25.life.wgformer import WGFormer, WGFormerConfig, build_conformer_dataset, collate
@@ -29,6 +29,7 @@ from .data import (
     collate,
     make_record,
     nci_smiles,
+    random_split,
     scaffold_split,
 )
 from .egnn import EGNN, EGNNConfig
@@ -62,6 +63,7 @@ __all__ = [
     "collate",
     "make_record",
     "nci_smiles",
+    "random_split",
     "scaffold_split",
     "EGNN",
     "EGNNConfig",

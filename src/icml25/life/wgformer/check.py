@@ -8,8 +8,10 @@ Sinkhorn normalisation) is what the paper credits. Offline there is no DFT, so t
 question of a force-field stand-in whose correction is systematic and learnable: molecules from
 RDKit's NCI list (<= 9 heavy atoms at small, hydrogens added), input = a raw ETKDG conformer, target =
 the MMFF94 minimum reached from that same conformer (``target_mode="mmff_from_input"``; bond lengths,
-angles and local relaxation, the kind of correction RDKit -> DFT mostly is). Bemis-Murcko scaffold
-split. (The earlier design, two different MMFF minima of the same molecule, left nothing to learn:
+angles and local relaxation, the kind of correction RDKit -> DFT mostly is). Random split 70/10/20
+(``split_mode="random"``, the protocol of the paper's QM9 and Molecule3D-random benchmarks; the
+Bemis-Murcko scaffold split stays available as ``--set split_mode=scaffold``). (The earlier design,
+two different MMFF minima of the same molecule, left nothing to learn:
 every arm's validation loss stayed at the identity's; it remains available as
 ``--set target_mode="lowest_mmff" input_mode="mmff_local"``.)
 
@@ -29,32 +31,46 @@ Gates (small): every learned arm's best validation loss is at most ``gate_factor
 identity's: the arms have learned part of the correction, so comparing them means something (an
 untrained arm scores exactly 1.0 x; 2 % is the smallest gain we would call learning).
 
-Criteria (declared before any small-scale number of this design was seen). Each is a paired interval
+Criteria (declared before any small-scale number of this design was seen; the smallest effects
+re-derived by the declared rule when the split changed, see below). Each is a paired interval
 over seeds and test molecules (two-stage bootstrap; per molecule the scores are averaged over its
 ``n_inputs`` input conformations): the headline, WGFormer's C-RMSD below the softmax transformer's;
 then WGFormer's D-MAE below the softmax transformer's (pooled as in ``eval.py``: Σ|D - D̂| / Σ n²), and
 C-RMSD and D-MAE below EGNN's. Smallest effects of interest: 5 % of the input conformations' test
-error on these data (C-RMSD 0.17 Å, D-MAE 0.14 Å, measured on the data before any arm was trained), so
-0.009 Å C-RMSD and 0.007 Å D-MAE; 5 % is a little below the paper's smallest relative gain over its
-best competitor (7 %, Molecule3D random C-RMSD 0.713 -> 0.664 over GTMGC).
+error on these data (random split: C-RMSD 0.216 Å, D-MAE 0.163 Å), so 0.011 Å C-RMSD and 0.008 Å
+D-MAE (0.009 and 0.007 on the earlier scaffold split); 5 % is a little below the paper's smallest
+relative gain over its best competitor (7 %, Molecule3D random C-RMSD 0.713 -> 0.664 over GTMGC).
 
 Learning rate: every learned arm trains once per lr of ``lrs`` at ``sweep_seed`` and keeps the lr with
 the lowest validation loss (keep-best on the validation split as well); the other seeds reuse it.
 
-``medium`` (one GPU, about 30 minutes; ``device="auto"``): 3000 molecules <= 12 heavy atoms, the
+``medium`` (one GPU, about 30 minutes; ``device="auto"``): 3000 molecules <= 12 heavy atoms,
 a WGFormer-small (6 x 128, 16 heads) and its softmax twin, EGNN 4 x 128, 6000 steps of batch 32.
 
 Deviations from the paper, forced by a few minutes on 2 CPU cores: MMFF targets instead of DFT, a few
-hundred small molecules, 3-layer d = 32 models (paper: 30 x 512, 64 heads), 600 AdamW steps with
-warm-up + cosine (about 21 passes over the molecules; paper: Adam, polynomial decay, 500 epochs), EGNN
+hundred small molecules, 3-layer d = 32 models (paper: 30 x 512, 64 heads), 800 AdamW steps with
+warm-up + cosine (about 29 passes over the molecules; paper: Adam, polynomial decay, 500 epochs), EGNN
 of 3 layers and width 32, no dropout, the
 decoder's last layer zero-initialised (every arm starts from the identity map), Sinkhorn marginals
 over valid tokens, the decoder's padded pairs zeroed.
 
-Outcome at small (3 seeds, 2026-12-05): inconclusive. The gate ``wgformer_learns`` fails: WGFormer's
-best validation loss (0.733) stays above the input's (0.724), while softmax (0.707) and EGNN (0.690)
-pass theirs. The headline's paired interval (WGFormer minus softmax C-RMSD, [-0.0008, +0.0026] Å)
-excludes the smallest effect of interest; against EGNN both intervals lie above zero.
+Changed after seeing run 20261205T172420132429Z-fcd2ed (scaffold split, 600 steps: inconclusive, the
+gate ``wgformer_learns`` failed at 0.733 against a bar of 0.709), because its split was wrong for these
+data, whatever the arms score: the NCI molecules with <= 9 heavy atoms are 60 % acyclic, the scaffold
+split puts every acyclic molecule (one scaffold, the empty one) into train, so 381 of the 441 training
+molecules were chains and none of the validation or test molecules were; the identity's loss was 1.50
+on train and 0.72 on validation. The gates then measured transfer from chains to ring systems, not
+learning of the correction (on that split WGFormer's training loss fell while its validation loss rose
+above the input's from step 120 on, at every lr tried: 3e-4, 1e-3, 3e-3). The split is now random, as
+in QM9 and Molecule3D-random. In single-seed explorations on the random split (seed 0, not the
+check) WGFormer's validation loss relative to the input's was 0.976 (lr 1e-3) and 0.975 (3e-3) after
+600 steps, still falling, and 0.971 after 800; softmax 0.966 after 600. So ``steps`` went from 600 to
+800 (the small budget holds 800, about 5.5 minutes alone). Criteria, gate factor and lr grid are as
+declared before; the smallest effects follow the declared rule (5 % of the inputs' test error) on the
+new test split, computed from the inputs alone before any arm's test score on it was seen: 0.011 Å
+C-RMSD and 0.008 Å D-MAE (were 0.009 and 0.007).
+
+Outcome at small (3 seeds): see the README (filled in after the timed run).
 """
 
 from __future__ import annotations
@@ -82,13 +98,14 @@ from icml25.nn.train import FitConfig
 
 from .data import (
     INPUT_MODES,
+    SPLIT_MODES,
     TARGET_MODES,
     ConformerRecord,
     ConformerTensors,
     build_conformer_dataset,
     collate,
     nci_smiles,
-    scaffold_split,
+    split_indices,
 )
 from .egnn import EGNN, EGNNConfig
 from .metrics import mmff_refine, per_molecule_errors
@@ -99,12 +116,14 @@ LEARNED = ("wgformer", "softmax", "shared_softmax", "egnn")
 REFERENCES = ("identity", "mmff")
 ARMS = (*LEARNED, *REFERENCES)
 _KIND = {"wgformer": "sinkhorn", "softmax": "softmax", "shared_softmax": "shared_softmax"}
-#: smallest effects of interest (Å): 5 % of the input conformations' test C-RMSD (0.17) and D-MAE (0.14)
-CRMSD_EFFECT = 0.009
-DMAE_EFFECT = 0.007
+#: smallest effects of interest (Å): 5 % of the input conformations' test C-RMSD (0.216) and D-MAE
+#: (0.163) on the random split (the declared rule; on the earlier scaffold split 0.009 and 0.007)
+CRMSD_EFFECT = 0.011
+DMAE_EFFECT = 0.008
 EFFECT_SOURCE = (
-    "declared: 5 % of the input conformations' test error on these data (C-RMSD 0.17 Å, D-MAE 0.14 Å, "
-    "measured before any arm was trained), a little below the paper's smallest relative gain over its "
+    "declared: 5 % of the input conformations' test error on these data (random split: C-RMSD 0.216 Å, "
+    "D-MAE 0.163 Å, measured before any arm's test score on this split was seen), a little below the "
+    "paper's smallest relative gain over its "
     "best competitor (7 %, Molecule3D random C-RMSD 0.713 -> 0.664)"
 )
 
@@ -121,9 +140,10 @@ class WGFormerCheckConfig:
     target_mode: str = "mmff_from_input"
     data_seed: int = 0
     split: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    split_mode: str = "random"
     model: WGFormerConfig = WGFormerConfig(dim=32, layers=3, heads=4, ffn=128, n_gauss=32, dropout=0.0)
     egnn: EGNNConfig = EGNNConfig(hidden=32, layers=3)
-    steps: int = 600
+    steps: int = 800
     batch_size: int = 16
     lrs: tuple[float, ...] = (1e-3, 3e-3)
     warmup_frac: float = 0.06
@@ -155,6 +175,10 @@ class WGFormerCheckConfig:
             raise ValueError(
                 f"WGFormerCheckConfig: input_mode must be one of {INPUT_MODES} and target_mode one of "
                 f"{TARGET_MODES}, got {self.input_mode!r}, {self.target_mode!r}"
+            )
+        if self.split_mode not in SPLIT_MODES:
+            raise ValueError(
+                f"WGFormerCheckConfig.split_mode must be one of {SPLIT_MODES}, got {self.split_mode!r}"
             )
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(
@@ -487,8 +511,8 @@ CLAIM = Claim(
     timed_metrics=("seconds_per_mol", "train_seconds"),
     setup_notes=(
         "MMFF94 targets instead of DFT: input = a raw ETKDG conformer, target = the MMFF94 minimum reached "
-        "from it; 640 NCI molecules <= 9 heavy atoms, scaffold split 70/10/20; 3-layer d=32 transformers "
-        "(paper 30 x 512) and a 3-layer width-32 EGNN; 600 AdamW steps of batch 16 with the same 2-value lr "
+        "from it; 640 NCI molecules <= 9 heavy atoms, random split 70/10/20; 3-layer d=32 transformers "
+        "(paper 30 x 512) and a 3-layer width-32 EGNN; 800 AdamW steps of batch 16 with the same 2-value lr "
         "sweep on validation loss for every learned arm; test scores averaged over 4 inputs per molecule."
     ),
 )
@@ -571,10 +595,11 @@ class WGFormerCheck(ClaimCheck[WGFormerCheckConfig]):
     def _run_seed(self, config: WGFormerCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         ctx.progress("data", 0, 1)
         records = load_records(config)
-        tr, va, te = scaffold_split(records, config.split, seed=config.data_seed)
+        tr, va, te = split_indices(records, config.split, config.split_mode, seed=config.data_seed)
         if not (tr and va and te):
             raise ValueError(
-                f"scaffold split left an empty part (train {len(tr)}, valid {len(va)}, test {len(te)})"
+                f"{config.split_mode} split left an empty part "
+                f"(train {len(tr)}, valid {len(va)}, test {len(te)})"
             )
         test_recs = [records[i] for i in te]
         data = {

@@ -43,6 +43,9 @@ __all__ = [
     "make_record",
     "build_conformer_dataset",
     "scaffold_split",
+    "random_split",
+    "SPLIT_MODES",
+    "split_indices",
     "collate",
 ]
 
@@ -283,8 +286,7 @@ def scaffold_split(
     """
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
-    if len(frac) != 3 or any(f < 0 for f in frac) or abs(sum(frac) - 1.0) > 1e-6:
-        raise ValueError(f"frac must be three non-negative fractions summing to 1, got {frac}")
+    _check_frac(frac)
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(records):
         key = MurckoScaffold.MurckoScaffoldSmiles(smiles=r.smiles, includeChirality=False)
@@ -301,6 +303,45 @@ def scaffold_split(
         parts[k].extend(g)
     train, valid, test = parts
     return sorted(train), sorted(valid), sorted(test)
+
+
+def _check_frac(frac: tuple[float, float, float]) -> None:
+    if len(frac) != 3 or any(f < 0 for f in frac) or abs(sum(frac) - 1.0) > 1e-6:
+        raise ValueError(f"frac must be three non-negative fractions summing to 1, got {frac}")
+
+
+def random_split(
+    records: Sequence[ConformerRecord], frac: tuple[float, float, float] = (0.8, 0.1, 0.1), *, seed: int = 0
+) -> tuple[list[int], list[int], list[int]]:
+    """Random train/valid/test index lists (the paper's QM9 and Molecule3D-random protocol).
+
+    The molecules are permuted with ``seed``; the first ``round(frac[0] n)`` are train, the next
+    ``round(frac[1] n)`` valid, the rest test.
+    """
+    _check_frac(frac)
+    n = len(records)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_tr = int(round(frac[0] * n))
+    n_va = int(round(frac[1] * n))
+    return (
+        sorted(perm[:n_tr].tolist()),
+        sorted(perm[n_tr : n_tr + n_va].tolist()),
+        sorted(perm[n_tr + n_va :].tolist()),
+    )
+
+
+SPLIT_MODES = ("random", "scaffold")
+
+
+def split_indices(
+    records: Sequence[ConformerRecord], frac: tuple[float, float, float], mode: str, *, seed: int = 0
+) -> tuple[list[int], list[int], list[int]]:
+    """:func:`random_split` (``mode="random"``) or :func:`scaffold_split` (``"scaffold"``)."""
+    if mode == "random":
+        return random_split(records, frac, seed=seed)
+    if mode == "scaffold":
+        return scaffold_split(records, frac, seed=seed)
+    raise ValueError(f"split mode must be one of {SPLIT_MODES}, got {mode!r}")
 
 
 @dataclass(frozen=True)
