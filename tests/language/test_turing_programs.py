@@ -227,6 +227,36 @@ def test_hard_alibi_mask_per_head() -> None:
     assert default_windows(8, 4) == (1, 2, 3, 4, None, None, None, None)
 
 
+def _official_hard_alibi_weights(scores: torch.Tensor, num_masked_heads: int) -> torch.Tensor:
+    """The masking of the Hard-ALiBi reference (``sjelassi/transformers_ssm_copy``,
+    ``synthetic_exps/models/hard_alibi_model.py``, ``GPTHardAlibiAttention._attn``), transcribed:
+    causal mask, then for head i < num_masked_heads a mask that is 0 on the diagonals j = 0 … i
+    (key i − j) and the dtype's minimum elsewhere, added to the scores; softmax."""
+    n = scores.shape[-1]
+    mask_value = torch.finfo(scores.dtype).min
+    causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    scores = torch.where(causal, scores, torch.tensor(mask_value))
+    new = scores.clone()
+    for i in range(num_masked_heads):
+        mask_head = torch.ones_like(scores[:, 0]) * mask_value
+        for j in range(i + 1):
+            mask_head[:, range(j, n), range(0, n - j)] = 0
+        new[:, i] = scores[:, i] + mask_head
+    return torch.softmax(new, dim=-1)
+
+
+def test_hard_alibi_equals_the_reference_code_masking() -> None:
+    """Our bias + causal mask gives the reference code's attention weights (8 heads, 4 masked)."""
+    from icml25.nn.attention import attention_mask
+
+    torch.manual_seed(0)
+    n, heads, masked = 11, 8, 4
+    scores = torch.randn(2, heads, n, n, dtype=torch.float64)
+    bias = hard_alibi_bias(default_windows(heads, masked), n).double()
+    ours = torch.softmax(scores + attention_mask(n, n, causal=True, bias=bias, dtype=torch.float64), dim=-1)
+    torch.testing.assert_close(ours, _official_hard_alibi_weights(scores, masked), atol=1e-12, rtol=0)
+
+
 @pytest.mark.parametrize(
     ("args", "match"),
     [
@@ -358,6 +388,9 @@ def test_check_config_validation_and_full_preset_constructs() -> None:
     small = CHECK.config("small")
     assert small.multiple_lengths() == {"1x": 2, "1p5x": 3, "2x": 4}
     assert small.test_lengths() == (2, 3, 4)
+    for scale in ("small", "medium", "full"):  # the reference code's split: 8 of 16 heads hard, windows 1..8
+        dec = CHECK.config(scale).decoder(len(Tokenizer()), "hard_alibi", 64)
+        assert dec.windows == (1, 2, 3, 4, 5, 6, 7, 8) + (None,) * 8, scale
     claim = CHECK.claim_for(CHECK.config("small", {"arms": ("tp_hard_alibi", "tp_nope", "tp_rope")}))
     assert [c.name for c in claim.criteria_at("small")][-1] == "beats_tp_rope_2x"
     full = CHECK.config("full")
