@@ -50,7 +50,8 @@ length, on the shared machine: with 1..2-digit training and 1000 steps of 32 pro
 reaches 0.08, TP + NoPE 0.04 and the direct answer 0.04 (all 1.00 at n = 1; 0 for every arm at
 n = 3, 4); with 3 layers, lr 1e-2 and 2000 steps ours reaches 0.52 at n = 2. Two check runs with that
 model (1500 and 1000 steps, 3 seeds) then failed the fit gate at 0.14 and 0.064 (results
-20261205T190453057820Z-6ca803 and 20261205T194331678873Z-642af1).
+20261205T184208468812Z-6cec7f and 20261205T190453057820Z-6ca803; the coordinator's timed run of
+the 1000-step preset, 20261205T194331678873Z-642af1, 122 s alone, read the same 0.064).
 
 Why ours did not fit (round 3 of issue 40). Not a defect of the attention: ``hard_alibi_bias`` plus
 the causal mask gives exactly the attention weights of the reference code's masking loop
@@ -68,10 +69,15 @@ the small model moved to the reference code's head split: 16 heads, 8 of them ha
 1..8 (``--num_masked_heads 8`` of 16 there; we had 4 of 8 with windows 1..4), at width 128 (head
 dim 8). Exploration, seed 0, lr 3e-3, 100 problems at n = 2: 1000 steps give 0.61 exact (0.26 with
 the same split at width 64 and lr 1e-2; 0.21 for 3 layers of 4 heads at width 64; the old model
-0.10); 0 at n = 3 and 4 in every case. The small preset: this
-model, 1500 steps of 32, lr in {3e-3, 1e-2}, three arms (about 5-6 minutes alone on 2 cores, from
-the measured CPU time per step). Changed after seeing run 20261205T194331678873Z-642af1, because
-its fit gate (0.064) showed that the model could not fit the training lengths; the criteria,
+0.10), 1500 steps 0.90 (validation 0.98) and 2000 steps 0.99 (validation 1.00); 0 at n = 3 and 4
+in every case (token accuracy 0.51 and 0.37 at 2000 steps). The small preset: this model, 2000
+steps of 32, three arms, all at lr 3e-3 (the value every arm chose from {3e-3, 1e-2} in both
+earlier check runs; the sweep's second value is dropped to stay in the time budget, so the
+``lr_grid`` is one value, the same for every arm; pass ``lr_grid=(3e-3, 1e-2)`` to sweep again);
+about 5-6 minutes alone on 2 cores, estimated from the CPU time per step measured under load.
+Changed after seeing run 20261205T194331678873Z-642af1, because
+its fit gate (0.064) showed that the model could not fit the training lengths, and 1500 -> 2000
+steps after the 1500-step exploration sat at the gate's threshold (0.90); the criteria,
 thresholds, gates and smallest effects are unchanged. ``medium`` (one GPU, 1..5 digits, a 4-layer
 width-256 model with the same 16/8 head split, 8000 steps of 64) stays the preset that could show
 length generalisation.
@@ -147,8 +153,8 @@ class TuringProgramsCheckConfig:
     n_heads: int = 16
     n_hard: int = 8
     mlp_ratio: float = 4.0
-    train: TrainConfig = TrainConfig(steps=1500, batch_size=32, lr=3e-3, warmup_steps=40)
-    lr_grid: tuple[float, ...] = (3e-3, 1e-2)
+    train: TrainConfig = TrainConfig(steps=2000, batch_size=32, lr=3e-3, warmup_steps=40)
+    lr_grid: tuple[float, ...] = (3e-3,)
     sweep_seed: int = 0
     arms: tuple[str, ...] = ("tp_hard_alibi", "tp_nope", "tp_learned")
     threads: int = 1
@@ -328,11 +334,11 @@ CLAIM = Claim(
     setup_notes=(
         "small: train on 1..2-digit additions, test at 2, 3 and 4 digits (the paper: up to 50, test 100); "
         "a 2-layer, d=128 decoder with 16 heads, 8 of them Hard-ALiBi with windows 1..8 as in the reference "
-        "code (~0.4M parameters; the paper's model is far larger); 1500 AdamW steps of 32 problems per arm "
-        "with the best of lr {3e-3, 1e-2} on a validation set (a budget set by 10 minutes on 2 CPU cores "
-        "for 3 arms x 3 seeds); our own addition Turing Program (the paper's exact format and "
-        "hyper-parameters are not given); "
-        "300 test problems per length, the same for every arm."
+        "code (~0.4M parameters; the paper's model is far larger); 2000 AdamW steps of 32 problems per arm "
+        "at lr 3e-3, the value every arm chose from {3e-3, 1e-2} in earlier runs (a budget set by 10 "
+        "minutes on 2 CPU cores for 3 arms x 3 seeds); our own addition Turing Program (the paper's "
+        "exact format and hyper-parameters are not given); 300 test problems per length, the same for "
+        "every arm."
     ),
 )
 
