@@ -23,6 +23,7 @@ from .data import (
     digit_pixel_graphs,
     minmax_per_time,
     primitive_point_clouds,
+    standardise_per_node,
     turing_st_dataset,
 )
 from .graph import AdaptiveGraph, build_adaptive_graph, coarse_edge_lengths, knn_edges, voxel_cluster
@@ -42,6 +43,7 @@ __all__ = [
     "digit_pixel_graphs",
     "minmax_per_time",
     "primitive_point_clouds",
+    "standardise_per_node",
     "turing_st_dataset",
     "AdaptiveGraph",
     "build_adaptive_graph",

@@ -7,7 +7,10 @@ generates spatial graphs closer to held-out data than noise-independent graphs.
 
 Setup (the paper's synthetic spatio-temporal transcriptomics task, Sec. 5.2): a three-gene Turing
 reaction-diffusion system simulated in code, read out on 10 time x 10 space nodes (positions fixed,
-3 gene values generated), min-max normalised per time point with the training range. Flow matching
+3 gene values generated). The gene values are scaled with training statistics in one of two ways
+(``normalise``): ``"minmax"``, the official per-time-point min-max over all samples, nodes and genes
+together (``medium``, ``full``), or ``"standard"``, every node and gene to mean 0 and standard
+deviation 1 (``small``; see "Changed after seeing a run" below). Flow matching
 (t = 0 noise, t = 1 data; :mod:`icml25.nn.flow_matching`), Euler sampling. One pool of simulations is
 made per run (a pure function of ``data_seed``); each seed splits it afresh into train, validation
 and test, and draws its own training noise, initial weights and sampling noise.
@@ -48,12 +51,26 @@ models have learned the per-node marginals but not how nodes co-vary, and no gra
 previous small run: every arm within 1 % of the marginals). A Gaussian with the training covariance
 closes about 94 % of that gap on this data, so the structure is learnable; 25 % is a low bar.
 
+Changed after seeing run 20261205T193342276876Z-df22e3 (the gate failed at 4 % with min-max data,
+and an exploration showed why): the small preset standardises the data (``normalise="standard"``).
+Min-max over a time point's range squeezes Sox9 into a sliver of [0, 1] (standard deviation about
+0.06 at the late time points, where the pattern lives), so the part of the flow-matching target that
+carries the structure between nodes is tiny next to the unit noise, and at a CPU budget the models
+learn only the per-node marginals. The reason is the scale of the data relative to the noise, not an
+outcome: the gate, its 25 % threshold and the metric definitions are unchanged; W1 is measured in the
+units of the data the model is trained on, so the smallest effect is rescaled to the same 10 % of the
+marginals-to-floor gap in the new units (see below). A test checks that the message passing of the
+kNN arm reaches exactly its graph neighbours (the graph is used; no bug was found).
+
 Criteria (declared before any small-scale number was seen; smallest effects are config fields):
     * headline ``dmp_below_knn``: paired W1(dmp) - W1(knn) < 0 (samples x seeds); smallest effect of
       interest ``smallest_effect`` = 0.01 W1 units, about 10 % of the marginals-to-floor gap (0.357 -
       0.249 = 0.108 at the small configuration): a gain smaller than a tenth of what learning the
       structure buys is not one we would call better. The paper reports a ranking on this task,
-      not a gap we could verify, so the effect is declared, not taken from it.
+      not a gap we could verify, so the effect is declared, not taken from it. On standardised data
+      (``small``) the same 10 % is 0.08 W1 units (``SMALLEST_EFFECT_STANDARD``: the references of an
+      exploration run, marginals 2.225 and data floor 1.420, gap 0.805; rescaled with the units, not
+      chosen from a model's score).
     * ``dmp_below_fully_connected``, ``dmp_below_reversed``, ``dmp_below_random``: the same paired test
       against each further arm that the configuration runs (the reversed schedule tests that the
       direction of the noise conditioning matters, not multi-scale mixing as such).
@@ -62,11 +79,13 @@ Criteria (declared before any small-scale number was seen; smallest effects are 
     * equal budget: DMP's mean coarse edges over tau / kNN's <= ``budget_ratio_max`` (1.0), and the
       parameter counts of DMP and kNN are equal.
 
-Deviations (each with its config field; ``full`` runs the official values): at small a GCN coarse
-convolution (``conv``; the paper reports both; the official ST script defaults to GAT with one head,
-``gat_heads``, which ``medium`` and ``full`` use), LayerNorm for BatchNorm, a coarser simulation grid (``ds``,
-``dt``: 0.4 and 0.02 instead of 0.2 and 0.005), fewer training steps (``steps``) and Euler steps
-(``euler_steps``) than the official 1200 x batch 128 and 200.
+Deviations (each with its config field; ``full`` runs the official values): at small standardised
+data (``normalise``; official: per-time min-max), a GCN coarse convolution (``conv``; the paper
+reports both; the official ST script defaults to GAT with one head, ``gat_heads``, which ``medium``
+and ``full`` use), 2400 steps of batch 32 (``steps``, ``batch_size``; official 1200 x 128: a quarter of
+the samples, twice the updates) and 50 Euler steps (``euler_steps``; official 200); everywhere
+LayerNorm for BatchNorm and a coarser simulation grid (``ds``, ``dt``: 0.4 and 0.02 instead of 0.2 and
+0.005; ``full`` uses the official grid).
 """
 
 from __future__ import annotations
@@ -91,7 +110,7 @@ from icml25.nn.flow_matching import euler_sample, flow_matching_loss
 from icml25.nn.params import count_parameters
 from icml25.nn.train import FitConfig, fit
 
-from .data import minmax_per_time, turing_st_dataset
+from .data import minmax_per_time, standardise_per_node, turing_st_dataset
 from .graph import build_adaptive_graph, coarse_edge_lengths
 from .metrics import w1_matched_costs
 from .model import NCGNConfig, NCGNVelocity
@@ -103,11 +122,21 @@ STATIC = ("knn", "fully_connected", "random")
 REVERSED = "dmp_reversed"
 ARMS = (OURS, *STATIC, REVERSED)
 REFERENCES = ("marginals", "data_floor")
-#: declared smallest effect of interest on W1 (see the module docstring)
+#: how the gene values are scaled: the official per-time min-max, or per-node standardisation
+NORMALISATIONS = ("minmax", "standard")
+#: declared smallest effect of interest on W1 in min-max units (see the module docstring)
 SMALLEST_EFFECT = 0.01
+#: the same 10 % of the marginals-to-floor gap in standardised units (see the module docstring)
+SMALLEST_EFFECT_STANDARD = 0.08
 EFFECT_SOURCE = (
     "declared: 0.01 W1 units, about 10 % of the gap between the marginals reference and the data floor "
     "(0.357 - 0.249 in the previous small run); the paper gives a ranking, no verified gap"
+)
+EFFECT_SOURCE_STANDARD = (
+    "declared: 0.08 standardised W1 units, about 10 % of the gap between the marginals reference and the "
+    "data floor on standardised data (2.225 - 1.420 = 0.805 for the two references in an exploration "
+    "run; the declared 0.01 min-max units rescaled to the new units); the paper gives a ranking, no "
+    "verified gap"
 )
 
 
@@ -124,6 +153,7 @@ class DMPCheckConfig:
     dt: float = 0.02
     t_max: float = 100.0
     data_seed: int = 0
+    normalise: str = "minmax"
     hidden: int = 32
     layers: int = 3
     conv: str = "gcn"
@@ -181,6 +211,10 @@ class DMPCheckConfig:
             )
         if self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"DMPCheckConfig.device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
+        if self.normalise not in NORMALISATIONS:
+            raise ValueError(
+                f"DMPCheckConfig.normalise must be one of {NORMALISATIONS}, got {self.normalise!r}"
+            )
         if self.conv not in ("gcn", "gat"):
             raise ValueError(f"DMPCheckConfig.conv must be 'gcn' or 'gat', got {self.conv!r}")
         if self.n_train < self.n_test:
@@ -217,7 +251,7 @@ def _versus(other: str, config: DMPCheckConfig) -> Criterion:
         op="<",
         other_arm=other,
         smallest_effect=config.smallest_effect,
-        effect_source=EFFECT_SOURCE,
+        effect_source=EFFECT_SOURCE if config.normalise == "minmax" else EFFECT_SOURCE_STANDARD,
         description=f"DMP's W1 to held-out data is below that of {what} (paired over samples and seeds)",
     )
 
@@ -301,9 +335,9 @@ CLAIM = Claim(
     headline="dmp_below_knn",
     min_seeds=2,
     setup_notes=(
-        "Synthetic Turing ST data only (no ModelNet, no images); GCN coarse conv, LayerNorm; coarser "
-        "simulation grid at small; fewer flow-matching and Euler steps at small than the official 1200 x 128 "
-        "and 200."
+        "Synthetic Turing ST data only (no ModelNet, no images); LayerNorm; coarser simulation grid; "
+        "at small standardised data (official: per-time min-max), GCN coarse conv, 2400 x 32 flow-matching "
+        "steps (official 1200 x 128) and 50 Euler steps (official 200)."
     ),
     timed_metrics=("train_s",),
 )
@@ -332,10 +366,12 @@ def marginals_reference(train: np.ndarray, n: int, rng: np.random.Generator) -> 
     return train[pick, np.arange(train.shape[1])[None, :]]
 
 
-#: the small preset (sized for about 3-5 minutes on two cores; see the README)
+#: the small preset (sized for about 4 minutes alone on two cores; see the README): more steps of a
+#: smaller batch, because the structure is learned per step, not per sample (exploration: 600 steps of
+#: batch 64 closed 16 % of the gap, 600 of batch 128 14 %, 300 of batch 128 11 %)
 SMALL_ARMS: tuple[str, ...] = (OURS, "knn")
-SMALL_STEPS = 300
-SMALL_BATCH = 128
+SMALL_STEPS = 2400
+SMALL_BATCH = 32
 SMALL_EULER = 50
 
 _TAU_GRID = np.linspace(0.0, 1.0, 101)
@@ -418,6 +454,8 @@ class DynamicMessagePassingCheck(ClaimCheck[DMPCheckConfig]):
             euler_steps=10,
         ),
         "small": DMPCheckConfig(
+            normalise="standard",
+            smallest_effect=SMALLEST_EFFECT_STANDARD,
             batch_size=SMALL_BATCH,
             steps=SMALL_STEPS,
             euler_steps=SMALL_EULER,
@@ -464,7 +502,10 @@ class DynamicMessagePassingCheck(ClaimCheck[DMPCheckConfig]):
         rng = np.random.default_rng([seed, 1])
         order = rng.permutation(n_all)  # each seed splits the pool afresh
         tr, va, te = np.split(raw[order], [config.n_train, config.n_train + config.n_val])
-        train_np, (val_np, test_np) = minmax_per_time(tr, (va, te), time_index)
+        if config.normalise == "minmax":
+            train_np, (val_np, test_np) = minmax_per_time(tr, (va, te), time_index)
+        else:
+            train_np, (val_np, test_np) = standardise_per_node(tr, (va, te))
         x_train = torch.as_tensor(train_np, dtype=torch.float32, device=dev)
         x_val = torch.as_tensor(val_np, dtype=torch.float32, device=dev)
         pos_cpu = torch.tensor(pos_np, dtype=torch.float32)

@@ -31,6 +31,7 @@ __all__ = [
     "STData",
     "turing_st_dataset",
     "minmax_per_time",
+    "standardise_per_node",
     "primitive_point_clouds",
     "digit_pixel_graphs",
     "PRIMITIVES",
@@ -157,6 +158,33 @@ def minmax_per_time(
 
     def norm(a: np.ndarray) -> np.ndarray:
         return (a - lo[None, :, None]) / span
+
+    return norm(train), tuple(norm(o) for o in others)
+
+
+def standardise_per_node(
+    train: np.ndarray, others: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Standardise every node's every gene with the training mean and standard deviation.
+
+    An alternative to the official :func:`minmax_per_time`: that one scales each time point by the
+    range over all samples, nodes and genes together, so a gene whose values are mostly small next
+    to a few extremes is squeezed into a sliver of [0, 1] (standard deviation about 0.06 for Sox9 at
+    the late time points), far below the unit noise that flow matching starts from. Here every
+    (node, gene) has mean 0 and standard deviation 1 on the training set, the scale of the noise.
+
+    Args:
+        train: ``[n, N, F]`` training values (n >= 2).
+        others: further ``[m, N, F]`` arrays standardised with the training statistics.
+    """
+    check_finite_array("train", train, ndim=3)
+    if len(train) < 2:
+        raise ValueError(f"train needs at least 2 samples to estimate a standard deviation, got {len(train)}")
+    mean = train.mean(axis=0, keepdims=True)
+    sd = np.maximum(train.std(axis=0, keepdims=True), 1e-12)
+
+    def norm(a: np.ndarray) -> np.ndarray:
+        return (a - mean) / sd
 
     return norm(train), tuple(norm(o) for o in others)
 
