@@ -94,6 +94,18 @@ federated arms get the same change. The other levers the note named were tried o
 with the old start: lr 5e-3 and 1e-2 were worse than 3e-3, and longer pre-training (14 warm-up rounds
 of 16) helped but costs about 60 % more time than the small budget allows. Criteria, thresholds,
 smallest effect, schedule, seeds and the lr grid are unchanged.
+
+Fifth run (Glorot init, 10 seeds, run 20261206T004612653550Z-7234cc, 1079 s at one thread on a
+machine at load 15-25, 267 s of CPU): both gates pass (centralised 0.944 against 0.953 for K-means
+on A_hat^2 X, gap -0.009; FedAvg 0.615 against the 0.545 floor), but the headline is undetermined:
+FedNCN - FedAvg +0.008, 95 % CI [-0.080, +0.078] (the runner: about 40x the units to resolve). The
+stronger local model lifted the centralised control (0.899 -> 0.944) and local-only (0.53 -> 0.60),
+not the federated arms (all 0.60-0.63, seed sd 0.09-0.10). A look at unjudged seeds 50-51 says
+where that spread comes from: the Louvain clients are nearly single-class (seed 51: every client
+has one or two classes above 5 % of its nodes), each client still cuts its nodes into K = 6
+clusters, and one seed's global ACC swings with how the per-client ids land on global ids
+(FedAvg 0.78 vs 0.53, FedNCN 0.44 vs 0.73 across the two seeds, with per-client ACC 0.5-0.9 in
+both). Resolving the headline needs a design with less of that alignment noise (see the README).
 """
 
 from __future__ import annotations
