@@ -330,7 +330,8 @@ def test_equal_flops_steps_scales_steps_and_warmup() -> None:
 
     small = CHECK.config("small")
     t = equal_flops_steps(small, 1.0, 4.4)
-    assert t.steps == round(400 / 4.4) and t.warmup == round(20 / 4.4) and t.lr == small.train.lr
+    steps, warmup = small.train.steps, small.train.warmup
+    assert t.steps == round(steps / 4.4) and t.warmup == round(warmup / 4.4) and t.lr == small.train.lr
     assert equal_flops_steps(small, 1.0, 1e9).steps == 1  # never zero steps
     with pytest.raises(ValueError, match="FLOP counts must be positive"):
         equal_flops_steps(small, 0.0, 1.0)
@@ -509,3 +510,34 @@ def test_small_claim_is_gated_on_beating_copy_and_judges_paired_log_errors() -> 
     for c in claim.criteria_at("small"):
         if c.other_arm is not None:
             assert c.smallest_effect == pytest.approx(math.log(1.1)) and c.metric.startswith("log_nrmse")
+
+
+def test_sweep_each_seed_chooses_every_seeds_rate_on_its_own_validation_split() -> None:
+    """With ``sweep_each_seed`` (an option, off in the presets) every seed sweeps the grid on its own
+    data; otherwise seeds other than ``sweep_seed`` reuse seed 0's rate."""
+    from icml25.physics.pde_transformer.check import ARMS, CHECK
+
+    result = CHECK.run("tiny", seeds=[0, 1], overrides={"sweep_each_seed": True})
+    sweeps = {s: result.series[s]["sweep"] for s in ("0", "1")}
+    assert sweeps["0"]["pde_transformer"] != sweeps["1"]["pde_transformer"]
+    for s, sweep in sweeps.items():
+        for arm in ARMS:
+            vals = {float(k): v for k, v in sweep[arm].items()}
+            lr = result.metrics[arm]["lr"].values[int(s)]
+            assert vals[lr] == min(vals.values())
+            assert result.metrics[arm]["val_nrmse1_mean"].values[int(s)] == pytest.approx(vals[lr])
+
+
+def test_small_preset_trains_about_one_epoch_and_leaves_the_collapsing_rates_out() -> None:
+    """Issue 41, last round: with 24 train trajectories per family the small run drew 3.3 epochs and
+    longer training over-fitted (validation worse while the train loss fell), and at lr >= 2e-3 the
+    PDE-Transformer's training collapsed to copying in some runs; the gate on beating copying failed.
+    The small preset now simulates 96 trajectories (at most 1.5 epochs in 600 steps) and sweeps
+    {5e-4, 1e-3}, the same grid for every arm."""
+    from icml25.physics.pde_transformer.check import CHECK
+
+    cfg = CHECK.config("small")
+    pairs = len(cfg.families) * cfg.n_train * (cfg.n_frames - 1)
+    assert cfg.train.steps * cfg.train.batch_size <= 1.5 * pairs
+    assert max(cfg.lrs) < 2e-3 and len(cfg.lrs) >= 2
+    assert cfg.n_val >= 8 and cfg.train.warmup > 0 and not cfg.sweep_each_seed

