@@ -15,7 +15,7 @@ trained on the same data in the same run:
    0.05, depth 3, width 64; each seed trains ``grid_reps`` (2) initialisations at every init scale in
    {0.1, 1, 3} for up to ``steps_grid`` = 5000 steps: 6 (scale, init) cells per seed, the same cells
    in every arm. A cell *fails* when its test MSE exceeds ``failure_factor`` (2) x the best grid
-   arm's median on that seed (our declared rule, the brief's).
+   arm's median on that seed (our declared rule).
 3. Auto MPG (vega-datasets ``cars``), 5-fold CV, RMSE in miles per gallon, decreasing in
    displacement, horsepower and weight, 1000 steps.
 
