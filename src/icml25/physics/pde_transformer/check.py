@@ -71,7 +71,8 @@ training sometimes collapses to copying (seed 1, 400 steps: 0.99; 96 trajectorie
 seeds 0 and 1, loss stuck at the copy level), so 2e-3 and above left the grid (the DiT had chosen 1e-3,
 the bottom of the old grid); with 96 trajectories, 600 steps at 1e-3 gave 0.874 / 0.830 / 0.844 on seeds
 0 / 1 / 2 and 5e-4 gave 0.829 on seed 1. The gate's 0.9, the criteria and the smallest effects are
-unchanged.
+unchanged. Its first small run (20261206T010800218865Z-11a622): gates pass (0.85 and 0.77), headline
+-0.036, 95 % CI [-0.093, +0.032]: not reproduced (a 10 % lower rollout error is excluded, narrowly).
 Other deviations: 600 AdamW steps of batch 8 (the paper trains 100 epochs of 16 PDEs at 256^2 on GPUs);
 lrs 5e-4 and 1e-3 (history: the first run of this design swept {2e-3, 4e-3}, the second and the timed
 run {1e-3, 2e-3, 4e-3}); 96 train / 6 test / 8 validation trajectories of 11 stored frames per family;
