@@ -82,15 +82,17 @@ thresholds, gates and smallest effects are unchanged. ``medium`` (one GPU, 1..5 
 width-256 model with the same 16/8 head split, 8000 steps of 64) stays the preset that could show
 length generalisation.
 
-Outcome at small with this preset, seed 0 only (run 20261206T010402813318Z-53cb59 in a scratch
-results folder, 782 s at load 19 falling to 7; a 3-seed run was started but did not finish before
-this round's deadline): both gates hold (ours exact on 0.963 of 300 two-digit problems, token
-accuracy 0.999), ours_in_distribution holds (0.963 >= 0.95); TP + NoPE 0.807 and TP + learned 1.00
-at n = 2; every arm 0 exact at n = 3 and 4 (token accuracy at n = 4: ours 0.37, TP + NoPE 0.23,
-TP + learned 0.14, untrained 0.04), so the headline's paired interval is [0, 0], below the
-smallest effect 0.3: the headline fails ("not reproduced" once 3 seeds have run). Training on 1-2
-digits never shows a head strictly inside an operand (that needs n >= 3), so 2 -> 4 digits asks
-more than the paper's 50 -> 100; ``medium`` is the test at 1..5 -> 10 digits.
+Outcome at small with this preset (run 20261206T011752274314Z-45bf55, 3 seeds, in a scratch results
+folder; 926 s while the machine's load fell from 7 to 0.3; the last seed's runs, nearly alone,
+took 91 / 81 / 68 s for ours / TP + NoPE / TP + learned, so about 6-7 minutes alone): **not
+reproduced**. Both gates hold: ours is exact on 0.949 of 300 two-digit problems (seeds 0.963,
+0.900, 0.983; token accuracy 0.999); TP + NoPE 0.838, TP + learned 1.00. Every arm is 0 exact at
+n = 3 and 4 (token accuracy at n = 4: ours 0.33, TP + NoPE 0.23, TP + learned 0.15, untrained
+0.03), so the headline's paired interval, ours minus TP + NoPE at 4 digits, is [0, 0] over 3 seeds
+x 300 problems, below the smallest effect 0.3: the headline fails; ours_in_distribution misses
+0.95 by 0.001. A reason that is not the method's fault: training on 1-2 digits never shows a head
+strictly inside an operand (that needs n >= 3), so 2 -> 4 digits asks more than the paper's
+50 -> 100; ``medium`` is the test at 1..5 -> 10 digits.
 """
 
 from __future__ import annotations
