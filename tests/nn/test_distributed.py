@@ -73,14 +73,16 @@ def _launch_two(port: int) -> list[str]:
 def test_two_process_fit_matches_single_process(tmp_path):
     single, multi = tmp_path / "single.json", tmp_path / "multi.json"
     subprocess.run([sys.executable, str(WORKER), str(single)], check=True, env=_env(), timeout=120)
-    # up to three launches, each on a fresh port: a gloo rendezvous that aborts (SIGABRT, seen in
-    # about one clean-clone CI run in three right after the suite) is the launcher's failure, not
-    # a verdict on fit; the results below must still match exactly
+    # the SIGABRT CI saw here ("terminate called without an active exception" at exit, gloo
+    # threads still joinable) is fixed by icml25.nn.distributed.shutdown; a port race between
+    # _free_port and the launcher is still possible, so up to three launches on fresh ports
     for _ in range(3):
         proc = _run_two([str(WORKER), str(multi)], timeout=300)
         if proc.returncode == 0:
             break
-    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
+    if proc.returncode != 0:  # pytest.fail keeps the whole message (an assert repr is cut)
+        tail = f"{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}"
+        pytest.fail(f"two-process launch failed ({proc.returncode}):\n{tail}")
     a, b = json.loads(single.read_text()), json.loads(multi.read_text())
     assert a["world"] == 1 and b["world"] == 2
     assert len(a["loss"]) == len(b["loss"]) == 12
@@ -117,3 +119,10 @@ def test_cli_check_under_two_processes_stores_one_result(tmp_path):
     result = json.loads(results[0].read_text())
     assert result["slug"] == "tarflow" and result["config"]["steps"] == 4
     assert proc.stdout.count("tarflow") >= 1  # the main process printed its summary once
+
+
+def test_shutdown_is_a_no_op_without_a_process_group():
+    from icml25.nn.distributed import shutdown
+
+    shutdown()
+    shutdown()

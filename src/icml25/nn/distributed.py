@@ -10,12 +10,13 @@ results, checkpoints and figures.
 
 from __future__ import annotations
 
+import atexit
 import os
 from typing import Any
 
 from torch import nn
 
-__all__ = ["world_size", "process_index", "is_main_process", "get_accelerator", "unwrap"]
+__all__ = ["world_size", "process_index", "is_main_process", "get_accelerator", "unwrap", "shutdown"]
 
 _ACCELERATOR: Any | None = None
 
@@ -67,7 +68,24 @@ def get_accelerator() -> Any | None:
         _ACCELERATOR = Accelerator(
             kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]
         )
+        atexit.register(shutdown)
     return _ACCELERATOR
+
+
+def shutdown() -> None:
+    """Tear the process group down before the interpreter exits (registered with ``atexit``).
+
+    Without it a gloo process group's worker threads are still joinable when the C++ runtime
+    destroys them at exit, and the process dies with ``terminate called without an active
+    exception`` (SIGABRT) after its work is done; under CPU load this happened in about
+    four launches in ten. Safe to call twice and in a process that never joined a group.
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 _WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
