@@ -40,6 +40,13 @@ than the best value. Iterations never reached are stored as ``iters``. Every ope
 configuration runs is judged (``claim_for``): + and x at small, all four at full. The two network
 criteria (NFM-sqrt(AGOP) correlation > 0.8, test accuracy >= 90%) are our thresholds for the
 paper's Sec. 4 observation (correlation > 0.92 at width 1024), loosened for our width 512.
+
+Budget (changed after seeing run 20261205T135513432028Z-aef9b6, for time only): the network is
+trained for 300 epochs at small (``net_epochs``; the official default and our earlier small
+preset: 1000). In that run every seed's network passed 99 % test accuracy by epoch 100 and its
+NFM-sqrt(AGOP) correlation was 0.990-0.993 at epoch 300 (0.994-0.999 at 1000), against the
+declared 0.9 / 0.8; the network took about 90 % of the check's 419 s. Fewer epochs can only lower
+both network metrics, so the cut does not favour the claim; thresholds are unchanged.
 """
 
 from __future__ import annotations
@@ -378,7 +385,7 @@ class RFMGrokkingCheck(ClaimCheck[RFMGrokkingConfig]):
         "tiny": RFMGrokkingConfig(
             p=31, ops=("add",), iters=20, net_width=64, net_epochs=30, net_measure_every=10
         ),
-        "small": RFMGrokkingConfig(),
+        "small": RFMGrokkingConfig(net_epochs=300),  # 1000 before: see "Budget" above
         "full": RFMGrokkingConfig(ops=("add", "sub", "mul", "div"), net_width=1024, net_epochs=3000),
     }
     default_seeds = {"tiny": 1, "small": 3, "full": 3}
