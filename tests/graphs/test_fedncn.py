@@ -410,3 +410,62 @@ def test_validation_sweep_runs_once_for_all_seeds(tmp_path, monkeypatch) -> None
     second = check.run_seed(config, 1, ctx)
     assert len(calls) == 1
     assert first.series["chosen_lr"] == second.series["chosen_lr"]
+
+
+# ---------------------------------------------------------------- the check's graph (issue 43, round 6)
+
+
+def test_community_sbm_plants_communities_inside_classes() -> None:
+    from icml25.graphs.fedncn.data import make_community_sbm
+
+    data = make_community_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
+    com, y = data.community.numpy(), data.y.numpy()
+    assert len(np.unique(com)) == 12
+    for c in np.unique(com):  # every planted community lies inside one class
+        assert len(np.unique(y[com == c])) == 1
+    src, dst = data.edge_index.numpy()
+    assert data.edge_index.shape[1] % 2 == 0 and not (src == dst).any()
+    assert abs(float((com[src] == com[dst]).mean()) - 0.6) < 0.05
+    assert abs(data.homophily - 0.75) < 0.05
+    assert abs(data.edge_index.shape[1] / 600 - 8.0) < 1.0  # mean degree
+    again = make_community_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
+    assert torch.equal(again.edge_index, data.edge_index) and torch.equal(again.x, data.x)
+
+
+def test_check_graph_gives_label_mixed_louvain_clients() -> None:
+    """The small check's Louvain clients were one- or two-class on the class-level SBM, so each
+    client's K clusters split a class and global ACC swung with the id alignment; on the graph with
+    planted communities (as on the paper's graphs) every client holds several classes."""
+    from icml25.graphs.fedncn.check import FedNCNCheckConfig, _graph
+
+    cfg = FedNCNCheckConfig()
+    for seed in (0, 1):
+        data = _graph(cfg, seed)
+        part = louvain_partition(data, cfg.client_counts[0], seed=seed)
+        held = [
+            int(
+                (
+                    np.bincount(data.y[c.node_ids].numpy(), minlength=cfg.num_classes) > 0.05 * c.num_nodes
+                ).sum()
+            )
+            for c in part.clients
+        ]
+        assert min(held) >= 3, (seed, held)
+    old = _graph(dataclasses.replace(cfg, communities_per_class=1), 0)
+    assert not hasattr(old, "community")  # the earlier class-level SBM stays available
+
+
+def test_community_sbm_bad_input() -> None:
+    from icml25.graphs.fedncn.check import FedNCNCheckConfig
+    from icml25.graphs.fedncn.data import make_community_sbm
+
+    with pytest.raises(ValueError, match="community_share"):
+        make_community_sbm(600, 3, 40, community_share=0.9, homophily=0.75)
+    with pytest.raises(ValueError, match="communities_per_class"):
+        make_community_sbm(600, 3, 40, communities_per_class=0)
+    with pytest.raises(ValueError, match="n must be"):
+        make_community_sbm(20, 3, 40, communities_per_class=4)
+    with pytest.raises(ValueError, match="num_classes"):
+        make_community_sbm(600, 1, 40)
+    with pytest.raises(ValueError, match="community_share"):
+        FedNCNCheckConfig(community_share=0.8)

@@ -27,6 +27,7 @@ centralised arms on the same local model (``federated.py``); the claim check is 
 
 from __future__ import annotations
 
+from .data import make_community_sbm
 from .federated import (
     ClusteringRun,
     FedNCNConfig,
@@ -64,6 +65,7 @@ __all__ = [
     "LocalTrainConfig",
     "MendedGraph",
     "kmeans",
+    "make_community_sbm",
     "mend_links",
     "normalized_adjacency",
     "restored_share",

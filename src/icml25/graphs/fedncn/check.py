@@ -7,10 +7,14 @@ sharing consensus prototypes) clusters better than FedAvg / FedProx on the same 
 local-only training, at 5, 10 and 20 clients; link mending restores destroyed links, and removing
 link mending (CLM) or global knowledge sharing (GKS) hurts.
 
-Data: an attributed stochastic block model (:func:`icml25.graphs.make_attributed_sbm`; six classes
-of Dirichlet(5) sizes, mean degree 8, edge homophily 0.75, sparse binary bag-of-words features with
-weak class topics) split by FedTAD's Louvain protocol into M clients (M0 = 5 judged; M = 10 at
-full and where ``client_counts`` asks).
+Data: an attributed stochastic block model with planted communities inside the classes
+(:func:`~.data.make_community_sbm`; six classes of Dirichlet(5) sizes, four communities per class,
+mean degree 8, edge homophily 0.75 of which 0.70 inside a community, sparse binary bag-of-words
+features with weak class topics) split by FedTAD's Louvain protocol into M clients (M0 = 5 judged;
+M = 10 at full and where ``client_counts`` asks). Louvain finds the communities and deals several
+to every client, so clients are label-skewed but hold 3-5 classes, as the split does on the
+paper's citation and co-purchase graphs. ``communities_per_class=1`` is the earlier class-level SBM
+(:func:`icml25.graphs.make_attributed_sbm`), on which every client held one or two classes.
 
 One local model for every arm: a 4-layer GCN with a feature decoder on column-standardised features
 (the statistics summed over clients), ``warmup_rounds`` of reconstruction only, then
@@ -106,6 +110,22 @@ has one or two classes above 5 % of its nodes), each client still cuts its nodes
 clusters, and one seed's global ACC swings with how the per-client ids land on global ids
 (FedAvg 0.78 vs 0.53, FedNCN 0.44 vs 0.73 across the two seeds, with per-client ACC 0.5-0.9 in
 both). Resolving the headline needs a design with less of that alignment noise (see the README).
+
+Changed after seeing the fifth run, because the clients were not what the paper's split produces:
+the graph now plants four communities inside every class (``communities_per_class=4``,
+``community_share=0.7``; the class homophily, degree, features and n are unchanged). FedTAD's
+Louvain split deals whole Louvain communities to clients; on real graphs those communities are
+many and smaller than a class, so each client holds several classes with a skew, whereas on the
+class-level SBM Louvain recovered the six classes and each client held one or two, the source of
+the alignment noise above. We chose the two parameters from the partition alone (classes per
+client and dropped links on unjudged seeds 50-52; with 0.45-0.65 of the edges inside communities,
+Louvain merged a class's communities and clients held 1-4 classes) and then looked at FedAvg,
+FedNCN and the references on the same unjudged seeds: FedAvg 0.86-0.91, FedNCN 0.84 ACC, the
+centralised control 0.96-0.99 against 0.98-0.99 for K-means on A_hat^2 X, link precision
+0.79-0.86 against an 0.18 base rate. Small runs 8 seeds instead of 10 (the seed spread of the
+federated arms fell from about 0.09 to a few points, and the budget asks for speed). The split now
+destroys about 26 % of the links at 5 clients (41 % before; the paper: more than 55 %). Criteria,
+thresholds, smallest effect, model, schedule and the lr grid are unchanged.
 """
 
 from __future__ import annotations
@@ -125,6 +145,7 @@ from icml25.graphs import clustering_metrics, louvain_partition, make_attributed
 from icml25.graphs.metrics import hungarian_match
 from icml25.graphs.partition import Partition
 
+from .data import make_community_sbm
 from .federated import (
     ClusteringRun,
     FedNCNConfig,
@@ -152,6 +173,8 @@ class FedNCNCheckConfig:
     num_features: int = 300
     avg_degree: float = 8.0
     homophily: float = 0.75
+    communities_per_class: int = 4
+    community_share: float = 0.7
     topic_words: int = 40
     p_topic: float = 0.08
     p_background: float = 0.01
@@ -175,13 +198,20 @@ class FedNCNCheckConfig:
     gate_margin: float = 0.05
 
     def __post_init__(self) -> None:
-        check_fields(self, positive_int=("n", "num_classes", "num_features", "topic_words"))
+        check_fields(
+            self, positive_int=("n", "num_classes", "num_features", "topic_words", "communities_per_class")
+        )
         check_fields(
             self,
             positive=("avg_degree", "min_effect"),
             unit_interval=("homophily", "p_topic", "p_background"),
         )
         check_fields(self, non_negative=("gate_margin",))
+        if not 0.0 <= self.community_share <= self.homophily:
+            raise ValueError(
+                f"FedNCNCheckConfig.community_share must lie in [0, homophily={self.homophily}], "
+                f"got {self.community_share}"
+            )
         if not self.client_counts or any(not (isinstance(m, int) and m >= 1) for m in self.client_counts):
             raise ValueError(
                 f"FedNCNCheckConfig.client_counts must be positive ints, got {self.client_counts}"
@@ -328,7 +358,8 @@ def _claim(cfg: FedNCNCheckConfig) -> Claim:
         min_seeds=3,
         setup_notes=(
             f"Attributed SBM, n={cfg.n}, {cfg.num_classes} classes, d={cfg.num_features} sparse binary "
-            f"features, homophily {cfg.homophily}, {cfg.partition} split into "
+            f"features, homophily {cfg.homophily}, {cfg.communities_per_class} planted communities per class "
+            f"({cfg.community_share:g} of the edges inside them), {cfg.partition} split into "
             f"{', '.join(map(str, cfg.client_counts))} "
             f"clients. GCN widths {'-'.join(map(str, cfg.model.dims))}, {cfg.model.rounds} rounds x "
             f"{cfg.model.local_epochs} local epochs ({cfg.model.warmup_rounds} warm-up rounds, "
@@ -345,8 +376,17 @@ CLAIM = _claim(FedNCNCheckConfig())
 
 
 def _graph(cfg: FedNCNCheckConfig, seed: int) -> Any:
-    return make_attributed_sbm(
-        cfg.n, cfg.num_classes, cfg.num_features, avg_degree=cfg.avg_degree, homophily=cfg.homophily,
+    """The seed's graph: planted communities inside the classes (``communities_per_class > 1``, so
+    that Louvain clients hold several classes, as on the paper's graphs), or the class-level SBM
+    (``communities_per_class = 1``, the earlier design, whose Louvain clients hold one or two)."""
+    if cfg.communities_per_class == 1:
+        return make_attributed_sbm(
+            cfg.n, cfg.num_classes, cfg.num_features, avg_degree=cfg.avg_degree, homophily=cfg.homophily,
+            topic_words=cfg.topic_words, p_topic=cfg.p_topic, p_background=cfg.p_background, seed=seed,
+        )  # fmt: skip
+    return make_community_sbm(
+        cfg.n, cfg.num_classes, cfg.num_features, communities_per_class=cfg.communities_per_class,
+        avg_degree=cfg.avg_degree, homophily=cfg.homophily, community_share=cfg.community_share,
         topic_words=cfg.topic_words, p_topic=cfg.p_topic, p_background=cfg.p_background, seed=seed,
     )  # fmt: skip
 
@@ -423,6 +463,7 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
             p_topic=0.3,
             p_background=0.03,
             client_counts=(3,),
+            communities_per_class=2,
             model=FedNCNConfig(
                 dims=(16, 16, 32, 4),
                 rounds=3,
@@ -444,7 +485,7 @@ class FedNCNCheck(ClaimCheck[FedNCNCheckConfig]):
             shares=(0.01, 0.1, 0.2),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 10, "full": 5}
+    default_seeds = {"tiny": 1, "small": 8, "full": 5}
 
     def run_seed(self, config: FedNCNCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         m0 = config.client_counts[0]
