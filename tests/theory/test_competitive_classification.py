@@ -9,6 +9,8 @@ is the served fraction) and the dynamics' bookkeeping (entry, frozen providers, 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -24,6 +26,7 @@ from icml25.theory.competitive_classification import (
     best_linear_response,
     best_response_weights,
     default_estimators,
+    exact_linear_response,
     finite_best_response,
     flip_labels,
     hhi,
@@ -275,6 +278,82 @@ def test_erm_market_is_a_fixed_point_and_simultaneous_order_runs() -> None:
         market.enter(p)
     hist = market.run(max_rounds=3, order="simultaneous")
     assert hist.final.shares.sum() <= 1.0 + 1e-12
+
+
+def _choices_by_round(retune: bool | None) -> tuple[list[str], list[list[str]]]:
+    kw = {} if retune is None else {"retune": retune}
+    market, provs = _market(rule="abstain", estimators=default_estimators((0.1, 1.0, 10.0)), **kw)
+    for p in provs:
+        market.enter(p)
+    entry = [p.choice_ for p in provs]
+    rounds = []
+    for r in range(1, 5):
+        market.round(r)
+        rounds.append([p.choice_ for p in provs])
+    return entry, rounds
+
+
+def test_best_response_rounds_keep_the_model_class_chosen_at_entry() -> None:
+    # round-6 defect: every refit re-chose C on the 25 % validation split, and near-ties flipped the
+    # choice from round to round (here p1 jumps to C=10 in round 2 and back), so the best-response map
+    # jumped and the dynamics converged slowly. By default a provider now keeps its entry choice.
+    entry, rounds = _choices_by_round(None)
+    assert all(r == entry for r in rounds)
+    entry, rounds = _choices_by_round(True)  # the old behaviour stays available behind retune=True
+    assert any(r != entry for r in rounds)
+    with pytest.raises(TypeError, match="retune"):
+        Provider("p", np.zeros((4, 2)), np.array([0, 1, 0, 1]), retune=1)  # type: ignore[arg-type]
+
+
+def test_equilibrium_round_does_not_count_the_confirming_round() -> None:
+    # a market that starts at an equilibrium needs 0 update rounds to reach it; round 1 only confirms it
+    market, provs = _market(update_every=0)
+    for p in provs:
+        market.enter(p)
+    hist = market.run(max_rounds=5)
+    assert (hist.rounds, hist.equilibrium_round) == (1, 0)
+    market, provs = _market(estimators=default_estimators((0.1, 1.0)))
+    for p in provs:
+        market.enter(p)
+    hist = market.run(max_rounds=1, tol=1e-12)
+    assert hist.converged or hist.equilibrium_round is None
+
+
+def test_check_config_passes_retune_to_the_providers() -> None:
+    from icml25.theory.competitive_classification.check import _data, _provider
+
+    config = CHECK.presets["tiny"]
+    data = _data(config, "rings", 3, 0)
+    assert _provider(config, data, 0, 0, arm="br").retune is False
+    retuned = dataclasses.replace(config, retune=True)
+    assert _provider(retuned, data, 0, 0, arm="br").retune is True
+
+
+def test_exact_linear_response_is_the_oracle_search_as_a_classifier() -> None:
+    data = market_data("rings", 3, seed=1, pool_size=300, eval_size=500)
+    X, y = data.pools[2]
+    others = np.stack([LogisticRegression().fit(*data.pools[j]).predict(X) == y for j in range(2)], axis=1)
+    for rule in ("uniform", "abstain"):
+        plane = exact_linear_response(X, y, others, rule, n_angles=90)
+        pred, share = best_linear_response(X, y, others, rule, n_angles=90)
+        np.testing.assert_array_equal(plane.predict(X), pred)
+        own = plane.predict(X) == y
+        assert market_shares(np.column_stack([own, others]), rule)[0] == pytest.approx(share)
+        # it maximises the empirical share, so the weighted-CE proxy cannot beat it on these users
+        br = MarketAwareClassifier(rule=rule).fit(X, y, others)
+        br_share = market_shares(np.column_stack([br.predict(X) == y, others]), rule)[0]
+        assert share >= br_share - 1e-12
+    with pytest.raises(ValueError, match="2-D"):
+        Provider("p", np.zeros((4, 3)), np.array([0, 1, 0, 1]), strategy="exact")
+
+
+def test_exact_best_response_dynamics_reach_an_equilibrium() -> None:
+    market, provs = _market(strategy="exact")
+    for p in provs:
+        market.enter(p)
+    assert [p.choice_ for p in provs][1:] == ["exact", "exact"]
+    hist = market.run(max_rounds=10)
+    assert hist.converged and hist.equilibrium_round is not None and hist.equilibrium_round <= 5
 
 
 def test_surrogate_information_needs_query_users() -> None:

@@ -87,6 +87,7 @@ SURROGATE = "br_surrogate"
 SOFT = "br_soft_share"
 CONSTANT = "constant"
 ORACLE = "best_linear"
+EXACT = "exact"  # not an arm: the exact-best-response dynamics diagnostic of E2
 ARMS = (OURS, ERM, SURROGATE, SOFT)
 REFERENCES = (CONSTANT, ORACLE)
 RULE_NAMES = ("uniform", "abstain")
@@ -113,6 +114,8 @@ class MarketConfig:
     eval_noise: bool = True
     max_rounds: int = 15
     tol: float = 0.005
+    retune: bool = False
+    exact_dynamics: bool = True
     fast_rounds: int = 5
     soft_steps: int = 200
     oracle_angles: int = 180
@@ -311,17 +314,19 @@ def _provider(
     arm: str,
     update_every: int = 1,
 ) -> Provider:
+    """Provider ``j`` of ``arm`` (or ``arm="exact"``: the exact empirical best response, diagnostic)."""
     X, y = data.pools[j]
     return Provider(
         f"p{j}",
         X,
         y,
-        strategy="erm" if arm == ERM else "br",
+        strategy="erm" if arm == ERM else ("exact" if arm == EXACT else "br"),
         proxy="soft_share" if arm == SOFT else "weighted_ce",
         information="surrogate" if arm == SURROGATE else "full",
         estimators=default_estimators(config.Cs),
         update_every=update_every,
         seed=seed * 1000 + j,
+        retune=config.retune,
     )
 
 
@@ -395,7 +400,11 @@ class CompetitiveClassificationCheck(ClaimCheck[MarketConfig]):
         acc: dict[str, list[float]] = {a: [] for a in arms}
         welfare: dict[str, list[float]] = {OURS: [], ERM: []}
         hhi_: dict[str, list[float]] = {OURS: [], ERM: []}
-        rounds, converged, cycled, fast = [], [], [], []
+        rounds, converged, cycled, fast, fast_with_check = [], [], [], [], []
+        eq_rounds: list[int] = []
+        exact_fast: list[bool] = []
+        exact_rounds: list[int] = []
+        exact_converged: list[bool] = []
         trajectories = {}
         cache: dict[tuple[str, int], tuple[MarketData, list[Provider]]] = {}
         for i, (name, K, rule) in enumerate(cells):
@@ -434,8 +443,20 @@ class CompetitiveClassificationCheck(ClaimCheck[MarketConfig]):
             rounds.append(hist.rounds)
             converged.append(hist.converged)
             cycled.append(hist.cycled)
-            fast.append(hist.converged and hist.rounds <= config.fast_rounds)
+            eq_round = hist.equilibrium_round
+            fast.append(eq_round is not None and eq_round <= config.fast_rounds)
+            fast_with_check.append(hist.converged and hist.rounds <= config.fast_rounds)
+            eq_rounds.append(config.max_rounds if eq_round is None else eq_round)
             trajectories[tag] = hist.share_trajectory()
+            if config.exact_dynamics:  # diagnostic: the same dynamics with exact best responses
+                market = _market(data, rule)
+                for j in range(K):
+                    market.enter(_provider(config, data, j, seed, arm=EXACT))
+                ex = market.run(config.max_rounds, config.tol)
+                ex_round = ex.equilibrium_round
+                exact_fast.append(ex_round is not None and ex_round <= config.fast_rounds)
+                exact_rounds.append(config.max_rounds if ex_round is None else ex_round)
+                exact_converged.append(ex.converged)
             assert erm_final is not None
             for arm, final in ((OURS, hist.final), (ERM, erm_final)):
                 welfare[arm].append(final.welfare)
@@ -461,6 +482,14 @@ class CompetitiveClassificationCheck(ClaimCheck[MarketConfig]):
         metrics[OURS]["e2/converged_frac"] = float(np.mean(converged))
         metrics[OURS]["e2/cycled_frac"] = float(np.mean(cycled))
         metrics[OURS]["e2/conv_within"] = float(np.mean(fast))
+        # the pre-round-6 count, which also counted the round that only confirms the equilibrium
+        metrics[OURS]["e2/conv_within_counting_check"] = float(np.mean(fast_with_check))
+        # runs that did not converge count as max_rounds (a lower bound)
+        metrics[OURS]["e2/rounds_to_equilibrium"] = float(np.mean(eq_rounds))
+        if exact_fast:
+            metrics[OURS]["e2/exact_conv_within"] = float(np.mean(exact_fast))
+            metrics[OURS]["e2/exact_rounds_to_equilibrium"] = float(np.mean(exact_rounds))
+            metrics[OURS]["e2/exact_converged_frac"] = float(np.mean(exact_converged))
         names = [f"{d}/K{K}/{r}" for d, K, r in cells]
         series["e1"] = {"cells": names, "share": share, "acc": acc}
         series["e2"] = {"cells": names, "rounds": rounds, "welfare": welfare, "trajectories": trajectories}

@@ -9,10 +9,15 @@ provider's competitors already serve, so the loop is a repeated-retraining (perf
 stops when no share moves by more than ``tol`` (or no prediction changes) and reports a cycle when a
 market state repeats.
 
-Each refit chooses its hyperparameter from the provider's ``estimators`` sweep on a validation part
-of its own pool, by validation accuracy (``strategy="erm"``, the market-oblivious baseline) or by
-validation market share against the current competitors (``strategy="br"``, the competition-aware
-learner): the same sweep and the same number of fits for both.
+At entry a provider chooses its hyperparameter from its ``estimators`` sweep on a validation part of
+its own pool, by validation accuracy (``strategy="erm"``, the market-oblivious baseline) or by
+validation market share against the incumbents (``strategy="br"``, the competition-aware learner):
+the same sweep and the same number of fits for both. In the update rounds that follow, a provider
+refits within the model class it chose at entry (``retune=False``, default): its hypothesis class is
+fixed, as in the game the paper studies, and only its best response to the others moves. With
+``retune=True`` (the behaviour before round 6) every refit re-chooses the hyperparameter on the 25 %
+validation split; near-ties there flip the choice from round to round, which makes the best-response
+map jump and slowed the dynamics (see the package README).
 """
 
 from __future__ import annotations
@@ -29,11 +34,11 @@ from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_in_range, check_non_negative, check_positive
 
 from .learners import PROXIES, MarketAwareClassifier, Proxy, check_features, check_labels
-from .market import ChoiceRule, as_rule, hhi, market_shares, user_welfare
+from .market import ChoiceRule, as_rule, exact_linear_response, hhi, market_shares, user_welfare
 
 __all__ = ["Provider", "MarketState", "MarketHistory", "AccuracyMarket", "default_estimators"]
 
-Strategy = Literal["erm", "br"]
+Strategy = Literal["erm", "br", "exact"]
 Information = Literal["full", "surrogate"]
 
 
@@ -63,7 +68,10 @@ class Provider:
         name: label in results.
         X: (n, d) its training users' features.
         y: (n,) their labels.
-        strategy: ``"br"`` (competition-aware best response) or ``"erm"`` (accuracy maximisation).
+        strategy: ``"br"`` (competition-aware best response through ``proxy``), ``"erm"`` (accuracy
+            maximisation) or ``"exact"`` (the exact empirical best response among 2-D half-planes,
+            ``market.exact_linear_response``: a diagnostic of the dynamics, 2-D features only; with
+            no competitor it fits like ``"erm"``).
         proxy: the best-response proxy loss (``learners.PROXIES``).
         estimators: the hyperparameter sweep, name -> unfitted scikit-learn classifier (default:
             ``LogisticRegression(C=1)`` only). With more than one, a validation part of the pool
@@ -71,6 +79,8 @@ class Provider:
         update_every: refit every this many rounds; 0 never refits after entry (frozen).
         information: ``"full"`` sees the competitors' predictions on its own users; ``"surrogate"``
             sees them only on the market's query users and fits surrogate copies there.
+        retune: re-choose the hyperparameter from the sweep at every refit of the update rounds
+            (True) or keep the one chosen at entry (False, default: a fixed model class).
         val_fraction: share of the pool held out for choosing from the sweep.
         seed: fixes the pool's train/validation split.
     """
@@ -88,14 +98,17 @@ class Provider:
         information: Information = "full",
         val_fraction: float = 0.25,
         seed: int = 0,
+        retune: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.name = name
         self.X = check_features("X", X)
         self.y = check_labels("y", y, self.X.shape[0])
-        if strategy not in ("erm", "br"):
-            raise ValueError(f"strategy must be 'erm' or 'br', got {strategy!r}")
+        if strategy not in ("erm", "br", "exact"):
+            raise ValueError(f"strategy must be 'erm', 'br' or 'exact', got {strategy!r}")
+        if strategy == "exact" and self.X.shape[1] != 2:
+            raise ValueError(f"strategy 'exact' searches 2-D half-planes; X has {self.X.shape[1]} features")
         if proxy not in PROXIES:
             raise ValueError(f"proxy must be one of {PROXIES}, got {proxy!r}")
         if information not in ("full", "surrogate"):
@@ -109,6 +122,9 @@ class Provider:
             raise ValueError("estimators must hold at least one candidate")
         self.update_every = update_every
         self.information: Information = information
+        if not isinstance(retune, bool):
+            raise TypeError(f"retune must be a bool, got {type(retune).__name__}")
+        self.retune = retune
         n = self.X.shape[0]
         if len(self.estimators) > 1:
             perm = np.random.default_rng([seed, 11]).permutation(n)
@@ -159,13 +175,20 @@ class MarketHistory:
     """The states after entry (index 0) and after each update round, and how the dynamics ended.
 
     ``rounds`` is the round at which no share moved by more than ``tol`` (or no prediction changed);
-    it equals the rounds run when the dynamics neither converged nor cycled.
+    it equals the rounds run when the dynamics neither converged nor cycled. That last round only
+    confirms the equilibrium: the market was already at it after round ``rounds - 1``
+    (``equilibrium_round``; 0 for a market that starts at an equilibrium).
     """
 
     states: tuple[MarketState, ...]
     converged: bool
     cycled: bool
     rounds: int
+
+    @property
+    def equilibrium_round(self) -> int | None:
+        """Update rounds run before the market stood at its equilibrium (None if it did not converge)."""
+        return self.rounds - 1 if self.converged else None
 
     @property
     def final(self) -> MarketState:
@@ -235,23 +258,33 @@ class AccuracyMarket:
                 proba[:, k] = correct[:, k]
         return correct, proba
 
-    def _fit(self, p: Provider, others: Sequence[Provider]) -> tuple[Any, str]:
-        """The model p deploys against ``others`` (chosen from its sweep on its validation users)."""
+    def _fit(self, p: Provider, others: Sequence[Provider], *, tune: bool = True) -> tuple[Any, str]:
+        """The model p deploys against ``others``.
+
+        With ``tune`` (at entry, or every refit when ``p.retune``) it is chosen from p's sweep on p's
+        validation users; otherwise p refits the hyperparameter it chose before (``p.choice_``).
+        """
         tr, va = p.train_idx, p.val_idx
         Xtr, ytr = p.X[tr], p.y[tr]
+        keep = not tune and p.choice_ in p.estimators  # refit the class chosen before ("exact" has none)
+        estimators = {p.choice_: p.estimators[p.choice_]} if keep else p.estimators
+        if len(estimators) == 1:
+            va = va[:0]
         if p.strategy == "erm" or not others:
-            runs = {name: clone(est).fit(Xtr, ytr) for name, est in p.estimators.items()}
+            runs = {name: clone(est).fit(Xtr, ytr) for name, est in estimators.items()}
             if va.size == 0:
                 name = next(iter(runs))
             else:
                 name = best_on_validation(runs, lambda m: -float(np.mean(m.predict(p.X[va]) == p.y[va])))
             return runs[name], name
         correct, proba = self._competitor_view(p, others)
+        if p.strategy == "exact":
+            return exact_linear_response(Xtr, ytr, correct[tr], self.rule), "exact"
         runs = {
             name: MarketAwareClassifier(est, p.proxy, self.rule).fit(
                 Xtr, ytr, correct[tr], competitors_proba=proba[tr]
             )
-            for name, est in p.estimators.items()
+            for name, est in estimators.items()
         }
         if va.size == 0:
             name = next(iter(runs))
@@ -297,9 +330,9 @@ class AccuracyMarket:
         movers = [p for p in self.providers if p.updates_at(round_index)]
         if order == "sequential":
             for p in movers:
-                p.model_, p.choice_ = self._fit(p, [o for o in self.providers if o is not p])
+                p.model_, p.choice_ = self._fit(p, [o for o in self.providers if o is not p], tune=p.retune)
         else:
-            new = [self._fit(p, [o for o in self.providers if o is not p]) for p in movers]
+            new = [self._fit(p, [o for o in self.providers if o is not p], tune=p.retune) for p in movers]
             for p, (model, choice) in zip(movers, new, strict=True):
                 p.model_, p.choice_ = model, choice
         return self.evaluate()

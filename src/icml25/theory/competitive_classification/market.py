@@ -48,6 +48,8 @@ __all__ = [
     "share_offset",
     "finite_best_response",
     "best_linear_response",
+    "exact_linear_response",
+    "HalfPlane",
 ]
 
 RuleKind = Literal["uniform", "abstain", "softmax", "loyal"]
@@ -286,6 +288,78 @@ def finite_best_response(
     return int(np.argmax(cand.astype(np.float64) @ w))
 
 
+@dataclass(frozen=True)
+class HalfPlane:
+    """The 2-D linear classifier ``x -> hi if x . direction > threshold else lo`` (a constant when
+    ``hi == lo``); returned by :func:`exact_linear_response`."""
+
+    direction: np.ndarray
+    threshold: float
+    hi: Any
+    lo: Any
+
+    def predict(self, X: Any) -> np.ndarray:
+        Xa = np.asarray(X, dtype=np.float64)
+        if Xa.ndim != 2 or Xa.shape[1] != 2:
+            raise ValueError(f"X must be an (n, 2) array, got shape {Xa.shape}")
+        return np.where(Xa @ self.direction > self.threshold, self.hi, self.lo)
+
+
+def _check_oracle_inputs(
+    X: Any, y: Any, correct_others: Any, n_angles: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    Xa = check_numeric_array("X", X)
+    Xa = np.asarray(Xa, dtype=np.float64)
+    if Xa.ndim != 2 or Xa.shape[1] != 2:
+        raise ValueError(f"X must be an (n, 2) array (the oracle searches 2-D half-planes), got {Xa.shape}")
+    check_finite_array("X", Xa, ndim=2)
+    ya = np.asarray(check_numeric_array("y", y))
+    if ya.shape != (Xa.shape[0],):
+        raise ValueError(f"y must have shape {(Xa.shape[0],)}, got {ya.shape}")
+    classes = np.unique(ya)
+    if classes.size > 2:
+        raise ValueError(f"y must be binary for the linear oracle, got classes {classes.tolist()}")
+    co = check_correct("correct_others", correct_others)
+    if co.shape[0] != Xa.shape[0]:
+        raise ValueError(f"correct_others has {co.shape[0]} users but X has {Xa.shape[0]}")
+    check_positive("n_angles", n_angles, integer=True)
+    return Xa, ya, classes, co
+
+
+def _best_half_plane(
+    Xa: np.ndarray, ya: np.ndarray, classes: np.ndarray, w: np.ndarray, n_angles: int
+) -> tuple[float, HalfPlane]:
+    """The half-plane (or constant) maximising sum_i w_i 1{h(x_i) = y_i}, and that weighted score."""
+    labels = (classes[0], classes[-1]) if classes.size == 2 else (classes[0], classes[0] + 1)
+    is_hi = ya == labels[1]
+    w_hi, w_lo = np.where(is_hi, w, 0.0), np.where(is_hi, 0.0, w)
+    zero = np.zeros(2)
+    # constants: everyone predicted labels[0] or labels[1]
+    best_score, best = float(w_lo.sum()), HalfPlane(zero, 0.0, labels[0], labels[0])
+    if w_hi.sum() > best_score:
+        best_score, best = float(w_hi.sum()), HalfPlane(zero, 0.0, labels[1], labels[1])
+    theta = np.pi * np.arange(n_angles) / n_angles
+    U = np.stack([np.cos(theta), np.sin(theta)])  # (2, A)
+    proj = Xa @ U  # (n, A)
+    order = np.argsort(proj, axis=0, kind="stable")
+    ps = np.take_along_axis(proj, order, axis=0)
+    for a_lo, a_hi_w, hi_label in ((w_lo, w_hi, labels[1]), (w_hi, w_lo, labels[0])):
+        # predict the other label below the threshold and hi_label above: score for a cut after k users
+        below = np.cumsum(a_lo[order], axis=0)  # users predicted "other" that are right
+        above = a_hi_w.sum() - np.cumsum(a_hi_w[order], axis=0)
+        score = below + above  # (n, A): cut after sorted position k
+        valid = np.ones_like(score, dtype=bool)
+        valid[:-1] = ps[1:] > ps[:-1]  # a threshold exists only between distinct projections
+        valid[-1] = False  # cutting after everyone is a constant, handled above
+        score = np.where(valid, score, -np.inf)
+        k, a = np.unravel_index(int(np.argmax(score)), score.shape)
+        if score[k, a] > best_score + 1e-12:
+            best_score = float(score[k, a])
+            other = labels[0] if hi_label == labels[1] else labels[1]
+            best = HalfPlane(U[:, a].copy(), float(0.5 * (ps[k, a] + ps[k + 1, a])), hi_label, other)
+    return best_score, best
+
+
 def best_linear_response(
     X: Any,
     y: Any,
@@ -313,50 +387,30 @@ def best_linear_response(
     Returns:
         The oracle's (n,) predictions and its market share on these users.
     """
-    Xa = check_numeric_array("X", X)
-    Xa = np.asarray(Xa, dtype=np.float64)
-    if Xa.ndim != 2 or Xa.shape[1] != 2:
-        raise ValueError(f"X must be an (n, 2) array (the oracle searches 2-D half-planes), got {Xa.shape}")
-    check_finite_array("X", Xa, ndim=2)
-    ya = np.asarray(check_numeric_array("y", y))
-    if ya.shape != (Xa.shape[0],):
-        raise ValueError(f"y must have shape {(Xa.shape[0],)}, got {ya.shape}")
-    classes = np.unique(ya)
-    if classes.size > 2:
-        raise ValueError(f"y must be binary for the linear oracle, got classes {classes.tolist()}")
-    co = check_correct("correct_others", correct_others)
-    if co.shape[0] != Xa.shape[0]:
-        raise ValueError(f"correct_others has {co.shape[0]} users but X has {Xa.shape[0]}")
-    check_positive("n_angles", n_angles, integer=True)
+    Xa, ya, classes, co = _check_oracle_inputs(X, y, correct_others, n_angles)
     K = co.shape[1] + 1
     w = best_response_weights(co, K, rule)
     offset = share_offset(co, K, rule)
-    labels = (classes[0], classes[-1]) if classes.size == 2 else (classes[0], classes[0] + 1)
-    is_hi = ya == labels[1]
-    w_hi, w_lo = np.where(is_hi, w, 0.0), np.where(is_hi, 0.0, w)
-    # constants: everyone predicted labels[0] or labels[1]
-    best_score, best_pred = float(w_lo.sum()), np.full(ya.shape[0], labels[0])
-    if w_hi.sum() > best_score:
-        best_score, best_pred = float(w_hi.sum()), np.full(ya.shape[0], labels[1])
-    theta = np.pi * np.arange(n_angles) / n_angles
-    U = np.stack([np.cos(theta), np.sin(theta)])  # (2, A)
-    proj = Xa @ U  # (n, A)
-    order = np.argsort(proj, axis=0, kind="stable")
-    ps = np.take_along_axis(proj, order, axis=0)
-    for a_lo, a_hi_w, hi_label in ((w_lo, w_hi, labels[1]), (w_hi, w_lo, labels[0])):
-        # predict the other label below the threshold and hi_label above: score for a cut after k users
-        below = np.cumsum(a_lo[order], axis=0)  # users predicted "other" that are right
-        above = a_hi_w.sum() - np.cumsum(a_hi_w[order], axis=0)
-        score = below + above  # (n, A): cut after sorted position k
-        valid = np.ones_like(score, dtype=bool)
-        valid[:-1] = ps[1:] > ps[:-1]  # a threshold exists only between distinct projections
-        valid[-1] = False  # cutting after everyone is a constant, handled above
-        score = np.where(valid, score, -np.inf)
-        k, a = np.unravel_index(int(np.argmax(score)), score.shape)
-        if score[k, a] > best_score + 1e-12:
-            best_score = float(score[k, a])
-            t = 0.5 * (ps[k, a] + ps[k + 1, a])
-            other = labels[0] if hi_label == labels[1] else labels[1]
-            best_pred = np.where(proj[:, a] > t, hi_label, other)
+    best_score, plane = _best_half_plane(Xa, ya, classes, w, n_angles)
     share = best_score / ya.shape[0] + offset
-    return np.asarray(best_pred, dtype=ya.dtype), float(share)
+    return np.asarray(plane.predict(Xa), dtype=ya.dtype), float(share)
+
+
+def exact_linear_response(
+    X: Any,
+    y: Any,
+    correct_others: Any,
+    rule: ChoiceRule | str = "uniform",
+    *,
+    n_angles: int = 180,
+) -> HalfPlane:
+    """The exact empirical best response among 2-D half-planes: the search of
+    :func:`best_linear_response` run on a provider's *training* users, returned as a classifier.
+
+    Unlike the proxy losses it maximises the empirical share itself (exact up to the angle grid;
+    ties go to the first maximiser, so it is deterministic). The check uses it as a diagnostic of
+    the dynamics: best-response rounds with exact best responses, beside those with the proxy.
+    """
+    Xa, ya, classes, co = _check_oracle_inputs(X, y, correct_others, n_angles)
+    w = best_response_weights(co, co.shape[1] + 1, rule)
+    return _best_half_plane(Xa, ya, classes, w, n_angles)[1]
