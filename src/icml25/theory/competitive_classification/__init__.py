@@ -13,10 +13,10 @@ loyal), market share, user welfare and concentration, the closed-form best-respo
 derivation for the uniform and abstain rules), the competition-aware learner with three proxy losses
 (``learners``), sequential entry and iterated best response with update timing, equilibrium and cycle
 detection (``dynamics``), the exact best half-plane response on given users (``best_linear_response``,
-a positive control), and the rings, moons, circles, XOR and noisy scikit-learn user populations
-(``data``). The
-paper's exact choice rule, proxy loss, theorems and datasets could not be read: ours are
-reconstructions named as such.
+a positive control; ``exact_linear_response``, the exact empirical best response as a classifier), and
+the rings, moons, circles, XOR and noisy scikit-learn user populations (``data``). The paper's exact
+choice rule, proxy loss, theorems and datasets could not be read: ours are reconstructions named as
+such.
 
 Usage::
 
@@ -25,7 +25,7 @@ Usage::
     for j, (X, y) in enumerate(data.pools):
         market.enter(Provider(f"p{j}", X, y, strategy="br"))
     history = market.run(max_rounds=15, tol=5e-3)
-    history.final.shares, history.final.welfare, history.rounds
+    history.final.shares, history.final.welfare, history.equilibrium_round
 """
 
 from .data import DATASETS, REAL, SYNTHETIC, MarketData, flip_labels, make_rings, make_synthetic, market_data
