@@ -113,6 +113,18 @@ def test_low_label_split_partitions_and_stratifies():
     assert (y[tr].sum(0) > 0).sum() >= len(CONDITIONS) - 1  # nearly every label is in the small train split
 
 
+def test_low_label_split_keeps_label_cardinality_and_prevalence_in_every_split():
+    # regression: the former greedy pass sent nearly every two-label record and most "normal" records
+    # to the test split (validation: 1.0 labels a record, test: 1.41), so validation was easier than test
+    _, y = simulate_ecg_dataset(3000, fs=50, duration=2.0, seed=0)
+    splits = low_label_split(y, 1 / 3, 0.2, seed=0)
+    assert [len(s) for s in splits] == [800, 200, 2000]
+    cardinality = [y[s].sum(1).mean() for s in splits]
+    prevalence = np.array([y[s].mean(0) for s in splits])
+    assert max(cardinality) - min(cardinality) < 0.05
+    assert np.abs(prevalence - y.mean(0)).max() < 0.03
+
+
 def test_cutmix_mixes_labels_by_the_replaced_fraction():
     rng = np.random.default_rng(0)
     x = np.arange(4 * 12 * 50, dtype=np.float32).reshape(4, 12, 50)
@@ -417,3 +429,61 @@ def test_macro_average_precision_equals_sklearn_with_ties_and_duplicates():
         assert macro_average_precision(yy, pp) == pytest.approx(expected, abs=1e-12)
     with pytest.raises(ValueError, match="probs"):
         macro_average_precision(y, p[:, :2])
+
+
+def test_macro_ap_points_matches_sklearn_on_bootstrap_rows_and_skips_one_sided_classes():
+    from sklearn.metrics import average_precision_score
+
+    from icml25.life.h_tuning.check import macro_ap_points
+
+    rng = np.random.default_rng(1)
+    y = (rng.random((300, 5)) < 0.2).astype(float)
+    y[:, 3] = 1.0  # every record positive: no AP, left out
+    y[:, 4] = 0.0  # no positive: left out
+    p = np.round(rng.random((300, 5)) + 0.3 * y, 2)  # ties
+    for _ in range(3):
+        idx = rng.integers(0, 300, 300)
+        rows = np.concatenate([y[idx], p[idx]], axis=1)
+        expected = 100 * np.mean([average_precision_score(y[idx, j], p[idx, j]) for j in range(3)])
+        assert macro_ap_points(rows) == pytest.approx(expected, abs=1e-10)
+
+
+def test_counted_memory_does_not_depend_on_the_seed_so_it_is_measured_once():
+    from icml25.life.h_tuning import check as hc
+
+    cfg = hc.CHECK.config("tiny")
+    pre = ECGNet(len(CONDITIONS), width=cfg.teacher_width, n_transformer=1, heads=cfg.teacher_heads)
+    g = np.random.default_rng(0)
+    x = g.standard_normal((6, 12, 128)).astype(np.float32)
+    y = (g.random((6, len(CONDITIONS))) < 0.3).astype(np.float32)
+    fields = ("train_memory_bytes", "saved_bytes", "param_bytes", "grad_bytes", "optimizer_bytes")
+    for arm in ("htuning", "full_ft"):
+        a = hc._measure_memory(arm, pre, cfg, x, y, 0, 8)
+        b = hc._measure_memory(arm, pre, cfg, x[::-1].copy(), y[::-1].copy(), 5, 8)
+        assert {k: a[k] for k in fields} == {k: b[k] for k in fields}
+    hc._MEMORY.clear()
+    first = hc._memory("htuning", pre, cfg, x, y, 0, 8)
+    assert hc._memory("htuning", pre, cfg, x, y, 3, 8) == first  # the cache answers other seeds
+    assert len(hc._MEMORY) == 1
+    hc._MEMORY.clear()
+
+
+def test_kept_model_predicts_each_split_once(monkeypatch):
+    from icml25.life.h_tuning import check as hc
+
+    calls = []
+    real = hc.predict_proba
+    monkeypatch.setattr(hc, "predict_proba", lambda m, x: calls.append(len(x)) or real(m, x))
+    net = ECGNet(len(CONDITIONS), width=16, n_transformer=1, heads=2).eval()
+    g = np.random.default_rng(0)
+    x = g.standard_normal((10, 12, 128)).astype(np.float32)
+    y = (g.random((10, len(CONDITIONS))) < 0.3).astype(np.float32)
+    data = hc._SeedData(
+        hc.CHECK.config("tiny"), x, y, np.arange(4), np.arange(4, 6), np.arange(6, 10), net, net, 0.0, None
+    )
+    fitted = hc._Fitted(net, 0.5)
+    rows = hc._test_items(data, fitted)["macro_ap"]
+    assert np.array_equal(fitted.split_proba(data, "te"), rows[:, len(CONDITIONS) :].astype(np.float32))
+    fitted.split_proba(data, "va")
+    fitted.split_proba(data, "va")
+    assert calls == [4, 2]  # test once, validation once

@@ -188,21 +188,35 @@ def macro_average_precision(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Macro-averaged average precision over the classes with both outcomes present.
 
     Equal to scikit-learn's ``average_precision_score`` per class (tied scores are one threshold:
-    AP = sum over distinct thresholds of the recall step times the precision there), in a few
-    vectorised numpy calls per class, fast enough to recompute inside a bootstrap.
+    AP = sum over distinct thresholds of the recall step times the precision there), computed for all
+    classes at once (one sort of the score matrix), fast enough to recompute inside a bootstrap.
     """
     y, p = _check_pair(y_true, scores)
-    values = []
-    for j in range(y.shape[1]):
-        positives = y[:, j].sum()
-        if positives == 0 or positives == len(y):
-            continue
-        order = np.argsort(-p[:, j], kind="mergesort")
-        s, t = p[order, j], y[order, j]
-        tp = np.cumsum(t)
-        ends = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]  # last index of each tied run
-        tp_end = tp[ends]
-        precision = tp_end / (ends + 1.0)
-        recall_step = np.diff(np.r_[0.0, tp_end]) / positives
-        values.append(float(np.sum(recall_step * precision)))
-    return float(np.mean(values)) if values else float("nan")
+    return _macro_ap(y, p)
+
+
+def _macro_ap(y: np.ndarray, p: np.ndarray) -> float:
+    """:func:`macro_average_precision` on checked boolean labels ``y`` and float scores ``p`` (n, k)."""
+    positives = y.sum(axis=0)
+    keep = (positives > 0) & (positives < len(y))
+    if not keep.any():
+        return float("nan")
+    # one row per class (contiguous rows sort several times faster than strided columns); the order
+    # inside a run of tied scores does not matter: only the runs' ends contribute
+    yt, pt, positives = (
+        np.ascontiguousarray(y[:, keep].T),
+        np.ascontiguousarray(p[:, keep].T),
+        positives[keep],
+    )
+    order = np.argsort(-pt, axis=1)
+    s = np.take_along_axis(pt, order, axis=1)
+    tp = np.cumsum(np.take_along_axis(yt, order, axis=1), axis=1, dtype=float)
+    end = np.ones(s.shape, dtype=bool)  # last index of each run of tied scores
+    end[:, :-1] = s[:, 1:] != s[:, :-1]
+    tp_end = np.where(end, tp, 0.0)
+    # tp at the previous run's end (tp is non-decreasing, so a running maximum over ends finds it)
+    tp_prev = np.zeros_like(tp_end)
+    tp_prev[:, 1:] = np.maximum.accumulate(tp_end, axis=1)[:, :-1]
+    rank = np.arange(1, s.shape[1] + 1, dtype=float)
+    contrib = np.where(end, (tp - tp_prev) * tp / rank, 0.0)
+    return float(np.mean(contrib.sum(axis=1) / positives))

@@ -303,8 +303,12 @@ def low_label_split(
     """The paper's label-scarce protocol (Sec. 4.1): ``labeled_ratio`` of the records are labelled
     and split ``1 - val_frac`` / ``val_frac`` into train/validation; the rest is the test set.
 
-    Records are assigned greedily class-by-class (rarest label first) so each split holds each
-    label in proportion, an iterative-stratification approximation (Sechidis et al., 2011).
+    Records are assigned by iterative stratification (Sechidis, Tsoumakas, Vlahavas 2011; what the
+    official code calls through scikit-multilearn): repeatedly take the label with the fewest
+    unassigned records, and hand each of those records, in random order, to the split that still
+    wants the most records of that label (ties: the split with the most room left; a split that has
+    its size takes no more, so the sizes are exact). Each split then
+    holds each label, and records with one or two labels, in proportion.
 
     Returns:
         index arrays ``(train, val, test)``.
@@ -319,21 +323,28 @@ def low_label_split(
     if n_lab - n_val < 1 or n_val < 1 or n - n_lab < 1:
         raise ValueError(f"y has too few rows ({n}) for labeled_ratio={labeled_ratio}, val_frac={val_frac}")
     rng = np.random.default_rng(seed)
-    order = rng.permutation(n)
     want = np.array([n_lab - n_val, n_val, n - n_lab], dtype=float)
-    frac = want / n
-    need = np.outer(frac, y.sum(0))  # (3 splits, C): label counts still wanted per split
+    need = np.outer(want / n, y.sum(0))  # (3 splits, C): label counts still wanted per split
     room = want.copy()
     split = np.full(n, -1)
-    rarity = y.sum(0) + 0.5
-    for i in sorted(order, key=lambda j: rarity[y[j]].min() if y[j].any() else np.inf):
-        labels = y[i]
-        score = need[:, labels].sum(1) if labels.any() else room.copy()
-        score = np.where(room > 0, score + 1e-6 * room, -np.inf)
-        s = int(np.argmax(score))
+
+    def assign(i: int, label: int | None) -> None:
+        score = room if label is None else need[:, label] + 1e-9 * room  # ties: most room
+        s = int(np.argmax(np.where(room > 0, score, -np.inf)))  # a full split takes no more
         split[i] = s
         room[s] -= 1
-        need[s, labels] -= 1
+        need[s, y[i]] -= 1
+
+    while True:
+        left = split < 0
+        counts = np.where(y[left].sum(0) > 0, y[left].sum(0), np.iinfo(np.int64).max)
+        if not (y[left].any(axis=1)).any():
+            break
+        label = int(np.argmin(counts))
+        for i in rng.permutation(np.flatnonzero(left & y[:, label])):
+            assign(int(i), label)
+    for i in rng.permutation(np.flatnonzero(split < 0)):  # records without a label
+        assign(int(i), None)
     return tuple(np.sort(np.flatnonzero(split == s)) for s in range(3))  # type: ignore[return-value]
 
 
