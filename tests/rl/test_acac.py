@@ -568,3 +568,61 @@ def test_official_init_is_xavier_with_the_leaky_relu_gain_and_zero_bias() -> Non
     critic = AgentCentricCritic(2, 5)
     official_init(critic)
     assert all((enc.mlp[0].bias == 0).all() for enc in critic.encoders)
+
+
+def test_official_init_gives_the_aggregator_gpt2s_initialisation() -> None:
+    """The official critic's aggregator is HuggingFace's GPT-2 block, initialised by
+    ``GPT2Model._init_weights`` (std 0.02, output projections 0.02 / sqrt(2), zero biases), not by
+    PyTorch's default (std ~0.1 at width 32)."""
+    from icml25.rl.acac.learner import official_init
+
+    torch.manual_seed(0)
+    critic = AgentCentricCritic(2, 5, mlp=32, rnn=32)
+    official_init(critic)
+    block = critic.block
+    for name, m in block.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            std = 0.02 / math.sqrt(2) if name.endswith(("proj", "fc2")) else 0.02
+            assert m.weight.std().item() == pytest.approx(std, rel=0.15), name
+            assert abs(m.weight.mean().item()) < 0.01
+            assert (m.bias == 0).all(), name
+    stds = [m.weight.std().item() for m in block.modules() if isinstance(m, torch.nn.Linear)]
+    assert max(stds) < 0.03  # PyTorch's default would be ~0.1
+    # the padded critic has no aggregator: only its encoder MLP changes
+    pad = PaddedJointCritic(2, 5)
+    before = pad.encoder.gru.weight_ih_l0.clone()
+    official_init(pad)
+    assert torch.equal(pad.encoder.gru.weight_ih_l0, before)
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_agent_centric_values_aggregated_at_joint_steps_equal_every_step_aggregation(duplicate: bool) -> None:
+    """The critic aggregates at joint steps only and broadcasts; a reference that runs the block at
+    every primitive step gives the same values at joint steps and the latest joint step's value
+    between them."""
+    torch.manual_seed(3)
+    obs, starts, joint, t_idx = _random_batch(t=14, seed=4)
+    critic = AgentCentricCritic(2, 5, mlp=8, rnn=8, duplicate=duplicate)
+    with torch.no_grad():
+        v = critic(obs, starts, joint, t_idx)
+        tok = critic.tokens(obs, starts, joint, t_idx) + critic.agent_pos
+        b, t, n, h = tok.shape
+        ref = critic.head(critic.final_norm(critic.block(tok.reshape(b * t, n, h))).mean(1)).reshape(b, t)
+    torch.testing.assert_close(v[joint], ref[joint], rtol=1e-5, atol=1e-6)
+    for row in range(b):
+        for col in range(t):
+            if not joint[row, : col + 1].any():
+                continue
+            last = int(torch.nonzero(joint[row, : col + 1])[-1])
+            torch.testing.assert_close(v[row, col], ref[row, last], rtol=1e-5, atol=1e-6)
+
+
+def test_actor_step_equals_forward() -> None:
+    torch.manual_seed(0)
+    actor = AgentGRUActor(5, 8, mlp=16, rnn=16)
+    obs = torch.rand(4, 1, 5)
+    t = torch.full((4, 1), 7, dtype=torch.long)
+    h0 = torch.randn(1, 4, 16)
+    a, ha = actor(obs, t, h0)
+    b, hb = actor.step(obs, actor.time.table[7].expand(4, 1, -1), h0)
+    assert torch.equal(a, b) and torch.equal(ha, hb)

@@ -45,6 +45,26 @@ arm alike. Seen after that choice: the padded critic with PyTorch's initialisati
 box too (seeds 0 and 1, at 66k and 70k steps), i.e. in our runs the padded critic is not the
 never-solving MAPPO of the official logs. Criteria, thresholds and smallest effects are unchanged.
 
+Why the official initialisation fails here (round 6, exploratory single runs, seed 0, 1.2e5 steps;
+not the timed check): the official init on the actors only (the critic with PyTorch's) pushed the big
+box at 67.5k steps; on the critic only it settled at 40 (two small boxes). The failure therefore sits
+in the critic's initialisation. One piece was missing from ``official_init``: the official
+aggregator is HuggingFace's GPT-2 block, which ``GPT2Model._init_weights`` initialises with std 0.02
+(output projections 0.02 / sqrt(2)) and zero biases, where ours kept PyTorch's default (std ~0.1);
+``official_init`` now does what GPT-2 does. With that, the full official init still settled at 40
+(seed 0), so it is not the whole story; the remaining difference we know of is the official block's
+dropout (0.1 on embeddings, attention and residuals, active in every forward pass because the
+official learner never calls ``.eval()``), which our block does not have. We declared before that
+run: the official init becomes the default if it solves seed 0; it did not, so PyTorch's
+initialisation stays the default (``official_init=True`` runs the official one).
+
+Changed after seeing the small run 20261206T021025830091Z-c5a313 (inconclusive: the headline's
+interval straddled, about 1.6x the seeds needed to resolve): ``small`` runs 5 seeds instead of 3.
+The learner is about a third faster at identical results (numpy buffers in the rollout, the
+actor's hot path without per-step input checks, the critic's aggregator at joint steps only, the
+waypoint controller in plain floats), so 5 seeds cost about what 3 did. Criteria, thresholds and
+smallest effects are unchanged.
+
 Criteria and thresholds (declared before the small run):
 
 * gates: ``scripted_solves`` (the scripted policy's return >= ``bp_threshold``: the official rules
@@ -356,7 +376,7 @@ class ACACCheck(ClaimCheck[ACACCheckConfig]):
             learner=ACACConfig(episodes_per_update=16, eval_every=5, eval_episodes=10),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "full": 5}
+    default_seeds = {"tiny": 1, "small": 5, "full": 5}
 
     def claim_for(self, config: ACACCheckConfig) -> Claim:
         return dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))

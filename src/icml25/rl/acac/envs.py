@@ -27,6 +27,7 @@ Two tasks are included:
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -165,6 +166,7 @@ _SMALL, _BIG, _EMPTY, _WALL, _MATE = range(5)
 _TURN_COST = np.array(  # _TURN_COST[orientation][direction]: 0 ahead, 0.1 sideways, 0.2 behind
     [[0.0, 0.1, 0.2, 0.1], [0.1, 0.0, 0.1, 0.2], [0.2, 0.1, 0.0, 0.1], [0.1, 0.2, 0.1, 0.0]]
 )
+_TURN_COST_ROWS: tuple[tuple[float, ...], ...] = tuple(tuple(float(c) for c in row) for row in _TURN_COST)
 
 
 class MacroBoxPushing(MacroActionEnv):
@@ -283,13 +285,15 @@ class MacroBoxPushing(MacroActionEnv):
             return True
         blocked_row = self.small[0][1]
         blocked_cols = (self.small[0][0], self.small[1][0], self.big[0], self.big[0] + 1)
-        h = np.empty(4)
-        for d, (dx, dy) in enumerate(_DIRS):
+        cost = _TURN_COST_ROWS[self.ori[i]]
+        d, best = 0, math.inf  # the first direction of least cost (numpy's argmin; plain floats: fast)
+        for k, (dx, dy) in enumerate(_DIRS):
             nx, ny = x + dx, y + dy
-            blocked = ny == blocked_row and nx in blocked_cols
-            h[d] = np.inf if blocked else float(abs(tx - nx) + abs(ty - ny))
-        cost = _TURN_COST[self.ori[i]]
-        d = int(np.argmin(h + cost))
+            if ny == blocked_row and nx in blocked_cols:
+                continue
+            c = float(abs(tx - nx) + abs(ty - ny)) + cost[k]
+            if c < best:
+                d, best = k, c
         if cost[d] == 0.0:
             self.pos[i] = [x + _DIRS[d][0], y + _DIRS[d][1]]
         elif cost[d] == 0.2:

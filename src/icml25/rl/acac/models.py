@@ -235,13 +235,17 @@ class AgentCentricCritic(nn.Module):
     def forward(self, obs: Tensor, starts: Tensor, joint: Tensor, t_index: Tensor) -> Tensor:
         """Normalised values ``(b, t)`` (use ``head.denormalize`` for returns)."""
         tok = self.tokens(obs, starts, joint, t_index) + self.agent_pos  # (b, t, n, h)
-        b, t, n, h = tok.shape
+        # Between joint steps no agent decides, so every agent's token (and hence the value) equals
+        # the one at the latest joint step: aggregate at the joint steps only and broadcast.
+        tok, _ = compact(tok, joint)  # (b, k, n, h)
+        b, k, n, h = tok.shape
         if self.attention:
-            x = self.block(tok.reshape(b * t, n, h))
+            x = self.block(tok.reshape(b * k, n, h))
         else:
-            x = self.block(tok.reshape(b * t, n * h)).reshape(b * t, n, h)
+            x = self.block(tok.reshape(b * k, n * h)).reshape(b * k, n, h)
         x = self.final_norm(x).mean(1)  # value_head = "mean_linear"
-        out: Tensor = self.head(x).reshape(b, t)
+        v = self.head(x).reshape(b, k)
+        out: Tensor = torch.gather(v, 1, latest_index(joint))
         return out
 
 
@@ -338,6 +342,10 @@ class AgentGRUActor(nn.Module):
             raise ValueError("obs is empty")
         if not torch.isfinite(obs).all():
             raise ValueError("obs contains NaN or infinite values")
-        x = torch.cat([obs, self.time(t_index)], -1)
-        feats, h = self.encoder(x, h0)
+        return self.step(obs, self.time(t_index), h0)
+
+    def step(self, obs: Tensor, time_emb: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """:meth:`forward` on already-checked inputs and looked-up time embeddings ``(b, k, time_dim)``
+        (the rollout's hot path: one call per primitive step)."""
+        feats, h = self.encoder(torch.cat([obs, time_emb], -1), h0)
         return self.out(feats), h
