@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -486,6 +487,7 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
             "cond_steps": 1,
             "n_train": 16,
             "n_few": 32,
+            "n_mid": 64,
             "n_test": 8,
             "batch_size": 16,
             "n_dequant": 1,
@@ -501,12 +503,20 @@ def test_full_preset_constructs_and_runs_one_step() -> None:
     assert math.isfinite(m["tarflow"]["test_bpd"].mean) and math.isfinite(
         m["tarflow_noflip"]["test_bpd"].mean
     )
-    assert {c.name for c in result.criteria} == {"beats_coupling", "flip_helps"} | GATES
+    assert {c.name for c in result.criteria} == {"beats_coupling", "flip_helps", "lead_shrinks"} | GATES
 
 
 # ---------------------------------------------------------------- the check's design (issues 29 and 41)
 
-GATES = {"params_matched", "tarflow_learns", "coupling_learns", "tarflow_not_overfit", "coupling_not_overfit"}
+GATES = {
+    "params_matched",
+    "tarflow_learns",
+    "coupling_learns",
+    "tarflow_not_overfit",
+    "coupling_not_overfit",
+    "tarflow_few_learns",
+    "coupling_few_learns",
+}
 
 
 def _trained(best_val: float):
@@ -599,6 +609,70 @@ def test_small_preset_compares_on_nine_times_the_data_with_the_few_image_arms_be
     assert check_data(config) is data  # fixed for every seed and arm
 
 
+def test_three_training_set_sizes_are_nested_draws_from_the_family() -> None:
+    """Round 6 of issue 41: a third size between the two, from the same fixed draw, so the 1293 images
+    of the _few arms are within the 3879 of the _mid arms, which are within all 11,637."""
+    from icml25.generative.tarflow.check import CHECK, check_data
+
+    config = CHECK.config("small")
+    data = check_data(config)
+    assert config.subsets == ("all", "mid", "few")
+    assert len(data.subset("all")) == 11_637 and len(data.subset("mid")) == 3 * 1293
+    assert torch.equal(data.subset("few"), data.subset("mid")[:1293])
+    assert {"tarflow_mid", "coupling_mid"} <= set(config.arms)
+    no_mid = dataclasses.replace(config, n_mid=0)
+    assert no_mid.subsets == ("all", "few") and "tarflow_mid" not in no_mid.arms
+    with pytest.raises(ValueError, match="subset"):
+        data.subset("most")
+
+
+def test_warm_up_is_one_epoch_of_the_arms_own_data_as_the_official_recipe() -> None:
+    """The official train.py warms up for len(data_loader) steps (one epoch, drop_last batches); the
+    earlier protocols used 10 steps for every size. The fused AdamW flag reaches the optimiser."""
+    from icml25.generative.tarflow.check import CHECK
+
+    config = CHECK.config("small")
+    assert config.warmup_for(11_637) == 181 and config.warmup_for(1293) == 20
+    assert config.train(8e-3, n_images=11_637).warmup_steps == 181
+    assert config.warmup_for(10**6) == config.steps // 2  # never more than half the budget
+    legacy = dataclasses.replace(config, warmup_epochs=0.0)
+    assert legacy.warmup_for(11_637) == legacy.warmup_steps == 10
+    assert config.train(8e-3).fit_config().fused is True
+    assert TrainConfig().fit_config().fused is False
+    with pytest.raises(ValueError, match="warmup_epochs"):
+        dataclasses.replace(config, warmup_epochs=-1.0)
+
+
+def test_lead_by_size_is_the_paired_difference_per_size(tmp_path) -> None:
+    from icml25.core.check import SeedOutcome
+    from icml25.generative.tarflow.check import CHECK, PAIRS, lead_by_size
+
+    config = CHECK.config("small")
+    rng = np.random.default_rng(0)
+    shift = {"all": 0.1, "mid": 0.05, "few": 0.0}
+
+    def outcome() -> SeedOutcome:
+        items, metrics = {}, {}
+        for subset, (tf, cp) in PAIRS.items():
+            base = rng.normal(2.2, 0.3, size=50)
+            items[tf] = {"test_bpd": base + shift[subset]}
+            items[cp] = {"test_bpd": base}
+            metrics[tf] = {"n_train_images": 100.0}
+        return SeedOutcome(metrics=metrics, items=items)
+
+    rows = lead_by_size(config, [outcome(), outcome()])
+    assert [r["subset"] for r in rows] == ["all", "mid", "few"]
+    for r in rows:  # the item noise cancels in the pairing: a point interval at the true shift
+        assert r["lead"] == pytest.approx(shift[r["subset"]])
+        assert r["low"] == pytest.approx(shift[r["subset"]]) and r["high"] == pytest.approx(
+            shift[r["subset"]]
+        )
+
+
+def by_name_guards(claim) -> dict[str, tuple[str, ...]]:  # type: ignore[no-untyped-def]
+    return {g.name: g.guards for g in claim.gates if g.guards}
+
+
 def test_small_preset_is_the_fair_protocol() -> None:
     from icml25.generative.tarflow.check import CHECK
 
@@ -608,7 +682,20 @@ def test_small_preset_is_the_fair_protocol() -> None:
     claim = CHECK.claim_for(config)
     assert claim.headline == "beats_coupling" and claim.references == ("uniform", "untrained")
     assert {g.name for g in claim.gates_at("small")} == GATES
-    assert {c.name for c in claim.criteria_at("small")} == {"beats_coupling"}
+    assert {c.name for c in claim.criteria_at("small")} == {"beats_coupling", "lead_shrinks"}
+    shrinks = next(c for c in claim.criteria if c.name == "lead_shrinks")
+    assert (shrinks.arm, shrinks.other_arm, shrinks.metric, shrinks.op) == (
+        "tarflow",
+        "tarflow_few",
+        "lead",
+        "<",
+    )
+    assert shrinks.smallest_effect == 0.02 and shrinks.effect_source
+    # a diverged _few run would fake a shrinking lead: its own gates set lead_shrinks aside
+    assert by_name_guards(claim) == {
+        "tarflow_few_learns": ("lead_shrinks",),
+        "coupling_few_learns": ("lead_shrinks",),
+    }
     head = claim.headline_criterion()
     assert (head.arm, head.other_arm, head.op, head.paired) == ("tarflow", "coupling", "<", True)
     assert head.smallest_effect == 0.02 and head.effect_source
@@ -632,22 +719,31 @@ def test_check_follows_the_verdict_protocol() -> None:
 
 
 def test_tiny_run_reuses_the_sweep_pairs_items_and_measures_the_references() -> None:
-    from icml25.generative.tarflow.check import CHECK, check_data
+    from icml25.generative.tarflow.check import ARM_SPECS, CHECK, PAIRS, check_data
 
     config = CHECK.config("tiny")
     result = CHECK.run("tiny", seeds=[0], overrides={"conditional": False})
     sweep = result.series["0"]["sweep"]
     for arm in config.arms:
-        kind = arm.removesuffix("_few")
+        kind, subset = ARM_SPECS[arm]
         lr = result.metrics[arm]["lr"].mean
         assert lr in config.lrs
         vals = {float(k): v for k, v in sweep[kind].items()}
         assert vals[lr] == min(vals.values())  # the lowest validation bits/dim of the sweep
-        if not arm.endswith("_few"):  # seed 0 of an all-data arm is its sweep run
+        if subset == "all":  # seed 0 of an all-data arm is its sweep run
             assert result.metrics[arm]["best_val_bpd"].mean == pytest.approx(vals[lr])
     data = check_data(config)
     assert result.metrics["tarflow"]["n_train_images"].mean == len(data.x_train) == 9 * 64
     assert result.metrics["tarflow_few"]["n_train_images"].mean == 128
+    assert result.metrics["coupling_mid"]["n_train_images"].mean == 256
+    for tf_arm, cp_arm in PAIRS.values():  # the lead at each size is the paired difference
+        lead = result.metrics[tf_arm]["lead"].mean
+        assert lead == pytest.approx(
+            result.metrics[tf_arm]["test_bpd"].mean - result.metrics[cp_arm]["test_bpd"].mean
+        )
+    assert result.metrics["tarflow"]["lead_mid"].mean == pytest.approx(
+        result.metrics["tarflow_mid"]["lead"].mean
+    )
     assert result.metrics["uniform"]["test_bpd"].mean == pytest.approx(math.log2(17))
     # the identity flow under a standard normal prior is worse than the uniform floor on [-1, 1]
     assert result.metrics["untrained"]["test_bpd"].mean > math.log2(17)
