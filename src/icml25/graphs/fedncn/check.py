@@ -126,6 +126,16 @@ centralised control 0.96-0.99 against 0.98-0.99 for K-means on A_hat^2 X, link p
 federated arms fell from about 0.09 to a few points, and the budget asks for speed). The split now
 destroys about 26 % of the links at 5 clients (41 % before; the paper: more than 55 %). Criteria,
 thresholds, smallest effect, model, schedule and the lr grid are unchanged.
+
+Sixth run (planted communities, 8 seeds, run 20261206T031759358472Z-7f61d3, 1060 s at one thread on
+a machine at load 12-14, 244 s of CPU against 267 s for the fifth run): not reproduced. Both gates
+pass (centralised -0.027 from K-means on A_hat^2 X; FedAvg 0.831 against the 0.755 floor), and the
+headline fails: FedNCN - FedAvg -0.133, 95 % CI [-0.202, -0.062], entirely below the 0.02 smallest
+effect. FedNCN (0.697) also trails FedProx and local-only training and its GKS-off ablation;
+mending helps it (+0.093 over CLM-off, CI [+0.026, +0.157]) and its kept cross-client links join
+same-class nodes 0.78 of the time against a 0.20 base rate. The reconstruction's clients restart
+each round from the generator, which the server trains on the ~11 % of rows uploaded; FedAvg
+averages models trained on every row.
 """
 
 from __future__ import annotations
