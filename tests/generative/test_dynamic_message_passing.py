@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from icml25.core.check import NeedsResource, RunContext
 from icml25.generative.dynamic_message_passing import (
     GraphSchedule,
+    NCGN,
     NCGNConfig,
     NCGNVelocity,
     build_adaptive_graph,
@@ -419,12 +420,14 @@ def test_turing_generator_matches_a_per_simulation_loop() -> None:
         assert np.allclose(data.values[sim], ref, atol=1e-12)
 
 
-def test_knn_velocity_mixes_exactly_its_graph_neighbours() -> None:
+@pytest.mark.parametrize("norm", ["batch", "layer"])
+def test_knn_velocity_mixes_exactly_its_graph_neighbours(norm: str) -> None:
     # the message passing uses the graph: with one layer, node 0's velocity depends on its own input
-    # and on the inputs of the nodes that send it an edge, and on no other node
+    # and on the inputs of the nodes that send it an edge, and on no other node (in eval mode: in
+    # training mode BatchNorm's batch statistics couple every node of the batch)
     torch.manual_seed(0)
-    net = NCGNConfig(in_dim=3, cond_dim=2, pos_dim=2, hidden=8, layers=1, conv="gcn")
-    model = NCGNVelocity(net, GraphSchedule("static_knn", base_k=4))
+    net = NCGNConfig(in_dim=3, cond_dim=2, pos_dim=2, hidden=8, layers=1, conv="gcn", norm=norm)  # type: ignore[arg-type]
+    model = NCGNVelocity(net, GraphSchedule("static_knn", base_k=4)).eval()
     x = torch.randn(1, 100, 3, requires_grad=True)
     t = torch.full((1,), 0.5)
     model(x, t, GRID)[0, 0].sum().backward()
@@ -461,3 +464,31 @@ def test_small_preset_trains_on_standardised_data() -> None:
     assert CHECK.config("full").normalise == "minmax" == DMPCheckConfig().normalise
     with pytest.raises(ValueError, match="normalise"):
         DMPCheckConfig(normalise="zscore")
+
+
+def test_network_has_the_official_batchnorm_structure() -> None:
+    # defect (previous rounds): LayerNorm and plain Linear-GELU MLPs instead of the official PyG MLP
+    # blocks (Linear -> BatchNorm -> ReLU, one BatchNorm instance shared within the input, per-layer and
+    # output MLPs, own BatchNorms in the message MLPs, an identity norm in the last layer). Copying the
+    # official STAdaptiveGNN's weights into ours gives outputs equal to 0.0 in train and eval mode
+    # (scratch comparison); its parameter count is 58,438 with an unused final Linear(32, 3) (99).
+    cfg = NCGNConfig(in_dim=3, cond_dim=2, pos_dim=2, hidden=32, layers=3, conv="gcn", heads=1)
+    assert (cfg.norm, cfg.share_norm) == ("batch", True) and DMPCheckConfig().norm == "batch"
+    torch.manual_seed(0)
+    official = NCGN(cfg)
+    assert count_parameters(official) == 58_438 - 99
+    bns = [m for m in official.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    # input MLPs 2 x 1 shared; per layer 2 message MLPs x 2 own, 1 shared in its MLP and the layer norm
+    # (an identity in the last layer); output MLP 1 shared (modules() lists each module once)
+    assert len(bns) == 2 + (3 * 6 - 1) + 1
+    assert isinstance(official.layers[-1].norm, torch.nn.Identity)
+    emb = official.embed_fine
+    assert emb[1] is emb[4] is emb[7] and isinstance(emb[8], torch.nn.ReLU)
+    unshared = NCGN(dataclasses.replace(cfg, share_norm=False))
+    assert count_parameters(unshared) == count_parameters(official) + 8 * 2 * 32
+    layer = NCGN(dataclasses.replace(cfg, norm="layer"))
+    assert not any(isinstance(m, torch.nn.BatchNorm1d) for m in layer.modules())
+    with pytest.raises(ValueError, match="norm"):
+        NCGNConfig(in_dim=3, norm="group")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="norm"):
+        DMPCheckConfig(norm="group")

@@ -15,11 +15,20 @@ Per layer (h = width; i a coarse node, j a fine node in its cluster; p positions
    ``x_j <- g x_j + (1 - g) spread_j``;
 5. ``x_j <- x_j^prev + MLP(GELU(norm(x_j)))``.
 
+Normalisation (``NCGNConfig.norm``): ``"batch"`` (default) is the official structure, PyG ``MLP``
+blocks of Linear -> BatchNorm -> ReLU everywhere (input MLPs, message MLPs and the per-layer MLP
+with a norm and ReLU after their last Linear too; the output MLP ends in a plain Linear) and a
+BatchNorm as the layer norm of step 5 except in the last layer (an identity, as PyG's ``BasicGNN``
+gives its last layer). ``"layer"`` is our earlier simplification: Linear-GELU MLPs without norms,
+a LayerNorm after each input MLP and as the layer norm. Side by side on identical inputs and
+training (``/work/scratch`` comparison, see the README) the official structure learns the structure
+between nodes faster (kNN, 600 steps of batch 32: 23 % of the marginals-to-floor gap closed against
+15 %), so it is the default.
+
 Node inputs are ``[noisy values || fixed node features || t]``; fine nodes and pooled coarse nodes
 have separate 3-layer input MLPs, and a 3-layer output MLP gives the velocity per fine node.
-Deviations: LayerNorm instead of the official BatchNorm (no running statistics to mismatch between
-training and sampling at this scale) and plain Linear-GELU MLPs instead of PyG's MLP blocks with
-norms after every layer.
+Remaining deviation: ``torch.nn.BatchNorm1d`` instead of PyG's ``BatchNorm`` wrapper (the same
+layer), and the official ``og_lin`` list's unused final Linear is left out.
 """
 
 from __future__ import annotations
@@ -51,6 +60,12 @@ class NCGNConfig:
         conv: coarse-graph convolution, ``"gat"`` or ``"gcn"``.
         heads: GAT heads (averaged, ``concat=False``).
         out_dim: output features (default ``in_dim``: a velocity).
+        norm: ``"batch"`` (the official BatchNorm/ReLU MLP blocks) or ``"layer"`` (LayerNorm, plain
+            Linear-GELU MLPs); see the module docstring.
+        share_norm: with ``norm="batch"``, one BatchNorm per input, per-layer and output MLP shared by
+            its layers, as the official code has it (it passes a ``BatchNorm`` instance as PyG's
+            ``norm``, so the running statistics of two or three layers mix); ``False`` gives every
+            layer its own BatchNorm. The message MLPs have their own BatchNorms either way.
     """
 
     in_dim: int
@@ -61,6 +76,8 @@ class NCGNConfig:
     conv: Literal["gat", "gcn"] = "gat"
     heads: int = 4
     out_dim: int = 0
+    norm: Literal["batch", "layer"] = "batch"
+    share_norm: bool = True
 
     def __post_init__(self) -> None:
         check_fields(
@@ -70,6 +87,8 @@ class NCGNConfig:
         )
         if self.conv not in ("gat", "gcn"):
             raise ValueError(f"NCGNConfig.conv must be 'gat' or 'gcn', got {self.conv!r}")
+        if self.norm not in ("batch", "layer"):
+            raise ValueError(f"NCGNConfig.norm must be 'batch' or 'layer', got {self.norm!r}")
 
     @property
     def node_in(self) -> int:
@@ -90,6 +109,25 @@ def _mlp(*dims: int) -> nn.Sequential:
     return nn.Sequential(*mods)
 
 
+def _bn_mlp(*dims: int, plain_last: bool, shared: bool = False) -> nn.Sequential:
+    """PyG ``MLP(dims, norm=BatchNorm, plain_last=...)``: Linear -> BatchNorm -> ReLU per layer, the last
+    layer a plain Linear when ``plain_last``. ``shared``: one BatchNorm module for every layer of the
+    block, as PyG does when ``norm`` is given as a module instance (the official input, per-layer and
+    output MLPs); the hidden widths must then be equal."""
+    mods: list[nn.Module] = []
+    one = nn.BatchNorm1d(dims[1]) if shared else None
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        mods.append(nn.Linear(a, b))
+        if i < len(dims) - 2 or not plain_last:
+            mods.extend([one if one is not None else nn.BatchNorm1d(b), nn.ReLU()])
+    return nn.Sequential(*mods)
+
+
+def _block(norm: str, *dims: int, plain_last: bool = False, shared: bool = False) -> nn.Sequential:
+    """An inner MLP: the official BatchNorm block, or Linear-GELU layers (``"layer"``)."""
+    return _bn_mlp(*dims, plain_last=plain_last, shared=shared) if norm == "batch" else _mlp(*dims)
+
+
 def _scatter_mean(src: Tensor, index: Tensor, size: int) -> Tensor:
     out = src.new_zeros(size, src.shape[-1]).index_add_(0, index, src)
     count = src.new_zeros(size).index_add_(0, index, torch.ones_like(index, dtype=src.dtype))
@@ -99,12 +137,12 @@ def _scatter_mean(src: Tensor, index: Tensor, size: int) -> Tensor:
 class _Message(nn.Module):
     """``MLP([A(x_dst || x_src) || B(p_dst - p_src) || C(e)])`` with e = [distance, t]."""
 
-    def __init__(self, h: int, pos_dim: int) -> None:
+    def __init__(self, h: int, pos_dim: int, norm: str = "layer") -> None:
         super().__init__()
         self.a = nn.Linear(2 * h, h)
         self.b = nn.Linear(pos_dim, h)
         self.c = nn.Linear(2, h)
-        self.mlp = _mlp(3 * h, h, h)
+        self.mlp = _block(norm, 3 * h, h, h)
 
     def forward(self, x_dst: Tensor, x_src: Tensor, rel: Tensor, t: Tensor) -> Tensor:
         e = torch.stack([rel.norm(dim=-1), t], dim=-1)
@@ -112,12 +150,12 @@ class _Message(nn.Module):
 
 
 class _DMPLayer(nn.Module):
-    def __init__(self, config: NCGNConfig, gate: nn.Linear) -> None:
+    def __init__(self, config: NCGNConfig, gate: nn.Linear, *, last: bool = False) -> None:
         super().__init__()
         h = config.hidden
         self.gate = gate  # shared by every layer
-        self.aggregate = _Message(h, config.pos_dim)
-        self.spread = _Message(h, config.pos_dim)
+        self.aggregate = _Message(h, config.pos_dim, config.norm)
+        self.spread = _Message(h, config.pos_dim, config.norm)
         self.conv: nn.Module
         if config.conv == "gat":
             from torch_geometric.nn import GATConv
@@ -131,8 +169,12 @@ class _DMPLayer(nn.Module):
 
         self._gcn_type = GCNType
         self.dense_complete = True  # tests switch it off to compare with the sparse layer
-        self.norm = nn.LayerNorm(h)
-        self.mlp = _mlp(h, h, h)
+        self.norm: nn.Module
+        if config.norm == "layer":
+            self.norm = nn.LayerNorm(h)
+        else:  # official: PyG BasicGNN norms, BatchNorm except an identity in the last layer
+            self.norm = nn.Identity() if last else nn.BatchNorm1d(h)
+        self.mlp = _block(config.norm, h, h, h, shared=config.share_norm)
 
     def _coarse_conv(self, x: Tensor, g: AdaptiveGraph) -> Tensor:
         if self.dense_complete and g.complete and isinstance(self.conv, self._gcn_type):
@@ -168,11 +210,19 @@ class NCGN(nn.Module):
             raise TypeError(f"config must be an NCGNConfig, got {type(config).__name__}")
         self.config = config
         h = config.hidden
-        self.embed_fine = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
-        self.embed_coarse = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
+        self.embed_fine: nn.Module
+        self.embed_coarse: nn.Module
+        if config.norm == "layer":
+            self.embed_fine = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
+            self.embed_coarse = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
+        else:
+            self.embed_fine = _bn_mlp(config.node_in, h, h, h, plain_last=False, shared=config.share_norm)
+            self.embed_coarse = _bn_mlp(config.node_in, h, h, h, plain_last=False, shared=config.share_norm)
         self.gate = nn.Linear(2 * h, h)
-        self.layers = nn.ModuleList(_DMPLayer(config, self.gate) for _ in range(config.layers))
-        self.out = _mlp(h, h, h, config.output_dim)
+        self.layers = nn.ModuleList(
+            _DMPLayer(config, self.gate, last=i == config.layers - 1) for i in range(config.layers)
+        )
+        self.out = _block(config.norm, h, h, h, config.output_dim, plain_last=True, shared=config.share_norm)
 
     def forward(self, node_input: Tensor, graph: AdaptiveGraph) -> Tensor:
         """Per-node outputs.
