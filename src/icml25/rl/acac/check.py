@@ -52,11 +52,14 @@ in the critic's initialisation. One piece was missing from ``official_init``: th
 aggregator is HuggingFace's GPT-2 block, which ``GPT2Model._init_weights`` initialises with std 0.02
 (output projections 0.02 / sqrt(2)) and zero biases, where ours kept PyTorch's default (std ~0.1);
 ``official_init`` now does what GPT-2 does. With that, the full official init still settled at 40
-(seed 0), so it is not the whole story; the remaining difference we know of is the official block's
-dropout (0.1 on embeddings, attention and residuals, active in every forward pass because the
-official learner never calls ``.eval()``), which our block does not have. We declared before that
-run: the official init becomes the default if it solves seed 0; it did not, so PyTorch's
-initialisation stays the default (``official_init=True`` runs the official one).
+(seed 0), so it is not the whole story. Adding the official block's always-on dropout too (0.1 on
+the block's input and both residual branches, as the official learner never calls ``.eval()``; in
+a scratch script, not in this package) still settled at 40. The padded critic, whose only change
+under ``official_init`` is the Xavier init of its encoder MLP, failed with it as well (0 of 3),
+which points at the critic encoders' Xavier init rather than the attention block; why the official
+code solves with the same init is not found. We declared before the GPT-2 run: the official init
+becomes the default if it solves seed 0; it did not, so PyTorch's initialisation stays the default
+(``official_init=True`` runs the official one).
 
 Changed after seeing the small run 20261206T021025830091Z-c5a313 (inconclusive: the headline's
 interval straddled, about 1.6x the seeds needed to resolve): ``small`` runs 5 seeds instead of 3.
