@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from icml25.core.check import NeedsResource, RunContext
 from icml25.generative.dynamic_message_passing import (
-    GraphSchedule,
     NCGN,
+    GraphSchedule,
     NCGNConfig,
     NCGNVelocity,
     build_adaptive_graph,
@@ -492,3 +492,18 @@ def test_network_has_the_official_batchnorm_structure() -> None:
         NCGNConfig(in_dim=3, norm="group")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="norm"):
         DMPCheckConfig(norm="group")
+
+
+def test_training_clips_gradients_only_where_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect (previous rounds): the gradient norm was always clipped at 1, which the official ST script
+    # never does; the official behaviour (no clipping) is now the default, small keeps 1.0 (documented)
+    from icml25.generative.dynamic_message_passing import check as check_module
+
+    seen: list[float] = []
+    monkeypatch.setattr(check_module, "fit", lambda model, loss, x, cfg, **kw: seen.append(cfg.grad_clip))
+    model = _velocity("static_knn")
+    for cfg in (DMPCheckConfig(), CHECK.config("full"), CHECK.config("small")):
+        train_flow_model(model, None, torch.rand(4, 100, 3), cfg, 1e-3, 0)
+    assert seen == [0.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="grad_clip"):
+        DMPCheckConfig(grad_clip=-1.0)
