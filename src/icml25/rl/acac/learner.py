@@ -22,7 +22,9 @@ PyTorch's initialisation ACAC pushed the big box in 2 of 3 seeds, with the offic
 none (the official code solves 5 of 5 with it). Single runs (seed 0) place the failure in the
 critic's initialisation (official init on the actors only: solved; on the critic only: not); adding
 GPT-2's initialisation of the aggregator did not rescue it, nor did the official block's always-on
-dropout (0.1) on top (tried in a scratch script; not part of this package).
+dropout (0.1) on top (tried in a scratch script; not part of this package); the official init
+everywhere except the critic's encoder MLPs solved (84.6k steps), which places it in the Xavier init
+of the critic's encoder MLPs.
 
 Time-outs are not terminal: an episode cut off at the horizon bootstraps its last joint step from
 the target critic's value of the agents' histories at the horizon, ``R_K + Gamma_K V(h_T)``, as the
