@@ -37,7 +37,16 @@ from icml25.core.validate import check_fields, check_non_negative
 
 from .model import SLOGAN, AdaptiveThreshold, DomainDiscriminator, grad_reverse
 
-__all__ = ["METHODS", "UDAHistory", "UDATrainConfig", "augment", "evaluate", "predict_proba", "train_uda"]
+__all__ = [
+    "METHODS",
+    "GraphSet",
+    "UDAHistory",
+    "UDATrainConfig",
+    "augment",
+    "evaluate",
+    "predict_proba",
+    "train_uda",
+]
 
 Method = Literal["erm", "dann", "self_training", "slogan"]
 METHODS: tuple[str, ...] = ("erm", "dann", "self_training", "slogan")
@@ -108,6 +117,60 @@ def _check_graphs(name: str, graphs: Sequence[Data], in_dim: int, *, labelled: b
             raise ValueError(f"{name} holds node features with NaN or infinite values")
 
 
+class GraphSet:
+    """A fixed list of graphs stored as concatenated tensors, collated into batches by index.
+
+    :meth:`batch` returns the same ``x``, ``edge_index``, ``y``, ``batch`` and ``ptr`` tensors as
+    ``Batch.from_data_list([graphs[i] for i in idx])`` (nodes and edges in the same order, so a model
+    gives bit-identical outputs), without a Python loop over graphs; other per-graph attributes are
+    not carried. ``y`` is present only when every graph has a label.
+    """
+
+    def __init__(self, graphs: Sequence[Data]) -> None:
+        if len(graphs) == 0:
+            raise ValueError("GraphSet needs at least one graph")
+        self.n = len(graphs)
+        self.x = torch.cat([g.x for g in graphs])
+        n_nodes = torch.tensor([g.x.shape[0] for g in graphs], dtype=torch.long)
+        n_edges = torch.tensor([g.edge_index.shape[1] for g in graphs], dtype=torch.long)
+        self.node_ptr = torch.cat([torch.zeros(1, dtype=torch.long), n_nodes.cumsum(0)])
+        self.edge_ptr = torch.cat([torch.zeros(1, dtype=torch.long), n_edges.cumsum(0)])
+        self.n_nodes, self.n_edges = n_nodes, n_edges
+        self.edge_index = torch.cat([g.edge_index for g in graphs], dim=1)  # local node numbers
+        ys = [y for y in (getattr(g, "y", None) for g in graphs) if y is not None]
+        self.y = torch.cat([y.view(-1) for y in ys]) if len(ys) == self.n else None
+
+    def __len__(self) -> int:
+        return self.n
+
+    @staticmethod
+    def _gather(ptr: Tensor, counts: Tensor, idx: Tensor) -> tuple[Tensor, Tensor]:
+        """Positions of the chosen graphs' rows in the stored order, and each row's batch slot."""
+        c = counts[idx]
+        slot = torch.repeat_interleave(torch.arange(len(idx)), c)
+        starts = torch.cumsum(c, 0) - c  # first row of each chosen graph inside the batch
+        rows = ptr[idx][slot] + torch.arange(int(c.sum())) - starts[slot]
+        return rows, slot
+
+    def batch(self, idx: Sequence[int] | np.ndarray | Tensor) -> Batch:
+        """The graphs ``idx`` (in that order) as one :class:`~torch_geometric.data.Batch`."""
+        idx_t = torch.as_tensor(np.asarray(idx), dtype=torch.long).view(-1)
+        nodes, node_slot = self._gather(self.node_ptr, self.n_nodes, idx_t)
+        edges, edge_slot = self._gather(self.edge_ptr, self.n_edges, idx_t)
+        c = self.n_nodes[idx_t]
+        offsets = torch.cumsum(c, 0) - c
+        ptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(c, 0)])
+        edge_index = self.edge_index[:, edges] + offsets[edge_slot]
+        out = Batch(x=self.x[nodes], edge_index=edge_index, batch=node_slot, ptr=ptr)
+        if self.y is not None:
+            out.y = self.y[idx_t]
+        return out
+
+    def chunks(self, batch_size: int) -> list[Batch]:
+        """Consecutive batches of ``batch_size`` graphs covering the whole set in order."""
+        return [self.batch(range(i, min(i + batch_size, self.n))) for i in range(0, self.n, batch_size)]
+
+
 def augment(batch: Batch, *, edge_drop: float, feature_mask: float, generator: torch.Generator) -> Batch:
     """A copy of ``batch`` with a share ``edge_drop`` of (directed) edges removed and a share
     ``feature_mask`` of node-feature entries set to zero."""
@@ -124,12 +187,14 @@ def augment(batch: Batch, *, edge_drop: float, feature_mask: float, generator: t
 def predict_proba(model: SLOGAN, graphs: Sequence[Data], batch_size: int = 256) -> Tensor:
     """(N, K) class probabilities of ``model`` (eval mode) on ``graphs``."""
     _check_graphs("graphs", graphs, model.config.in_dim, labelled=False)
+    return _predict_batches(model, GraphSet(graphs).chunks(batch_size))
+
+
+@torch.no_grad()
+def _predict_batches(model: SLOGAN, batches: Sequence[Batch]) -> Tensor:
     was = model.training
     model.eval()
-    out = [
-        F.softmax(model(Batch.from_data_list(list(graphs[i : i + batch_size]))).logits, dim=-1)
-        for i in range(0, len(graphs), batch_size)
-    ]
+    out = [F.softmax(model(b).logits, dim=-1) for b in batches]
     model.train(was)
     return torch.cat(out)
 
@@ -202,13 +267,16 @@ def train_uda(
 
     hist = UDAHistory()
     start = time.perf_counter()
+    # collated once: batches are gathered by index, the whole target set is predicted from fixed chunks
+    src_set, tgt_set = GraphSet(source), GraphSet(target)
+    tgt_chunks = tgt_set.chunks(256) if pseudo else []
     tgt_order = rng.permutation(len(target))
     tgt_pos = 0
     step = 0
     for epoch in range(cfg.epochs):
         adapting = pseudo and epoch >= warmup_epochs
         if adapting:
-            probs = predict_proba(model, target)
+            probs = _predict_batches(model, tgt_chunks)
             if method == "slogan" and cfg.adaptive:
                 tau_c = thresholds.update(probs)
             else:
@@ -227,10 +295,10 @@ def train_uda(
         src_order = rng.permutation(len(source))
         losses = []
         for b in range(steps_per_epoch):
-            src = Batch.from_data_list([source[i] for i in src_order[b * bs : (b + 1) * bs]])
+            src = src_set.batch(src_order[b * bs : (b + 1) * bs])
             if tgt_pos + bs > len(target):
                 tgt_order, tgt_pos = rng.permutation(len(target)), 0
-            tgt = Batch.from_data_list([target[i] for i in tgt_order[tgt_pos : tgt_pos + bs]])
+            tgt = tgt_set.batch(tgt_order[tgt_pos : tgt_pos + bs])
             tgt_pos += bs
             p = step / max(1, total_steps - 1)
             loss = _step_loss(model, disc, method, cfg, src, tgt, p, adapting, thresholds, gen)
