@@ -101,6 +101,11 @@ chose the top of (4e-3, 8e-3), and 1.6e-2 had been set aside only for its instab
 warm-up; a pilot with the 181-step warm-up trained TarFlow at 1.6e-2 on seed 1 (the seed that diverged
 before) to 2.244 validation without divergence. Criteria and thresholds are unchanged; the middle size,
 ``lead_shrinks`` and its two scoped gates are new and were declared before the run with them.
+Its small run (run 20261206T032046938460Z-8e0c10; every gate passed): both models kept 8e-3 (TarFlow
+3.576 validation at 1.6e-2 on seed 0, unstable even with the long warm-up); TarFlow minus coupling
+test bits/dim +0.163 [+0.147, +0.179] on 11,637 images, +0.129 [+0.106, +0.162] on 3879, -0.033
+[-0.118, +0.021] on 1293 (where the coupling flow overfits): not reproduced, and lead_shrinks fails
+(+0.195 [+0.154, +0.285]): the coupling flow's lead grows with data here.
 
 Earlier protocols on the plain 1293 digits (2 seeds each, mean test bits/dim): (1) lr 1e-3, 400
 steps, K = 1: tarflow 2.724, coupling 2.318, noflip 3.242; (2) lr grid up to 4e-3, 800 steps, K = 4:
