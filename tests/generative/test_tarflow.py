@@ -660,13 +660,34 @@ def test_lead_by_size_is_the_paired_difference_per_size(tmp_path) -> None:
             metrics[tf] = {"n_train_images": 100.0}
         return SeedOutcome(metrics=metrics, items=items)
 
-    rows = lead_by_size(config, [outcome(), outcome()])
+    outcomes = [outcome(), outcome()]
+    rows = lead_by_size(config, outcomes)
     assert [r["subset"] for r in rows] == ["all", "mid", "few"]
     for r in rows:  # the item noise cancels in the pairing: a point interval at the true shift
         assert r["lead"] == pytest.approx(shift[r["subset"]])
         assert r["low"] == pytest.approx(shift[r["subset"]]) and r["high"] == pytest.approx(
             shift[r["subset"]]
         )
+
+    class Ctx:
+        def __init__(self) -> None:
+            self.saved: dict[str, str] = {}
+            self.logged: list[str] = []
+
+        def log(self, message: str) -> None:
+            self.logged.append(message)
+
+        def save_figure(self, fig, name: str, caption: str) -> None:  # type: ignore[no-untyped-def]
+            import matplotlib.pyplot as plt
+
+            fig.savefig(tmp_path / f"{name}.png")
+            plt.close(fig)
+            self.saved[name] = caption
+
+    ctx = Ctx()
+    CHECK._lead_figure(config, outcomes, ctx)  # type: ignore[arg-type]
+    assert "all (100 images): +0.100 [+0.100, +0.100]" in ctx.saved["lead_by_size"]
+    assert ctx.logged and "few (100 images): +0.000" in ctx.logged[0]
 
 
 def by_name_guards(claim) -> dict[str, tuple[str, ...]]:  # type: ignore[no-untyped-def]
