@@ -375,6 +375,7 @@ def test_small_uses_one_validation_chosen_candidate_per_arm() -> None:
     for every arm, and more seeds; the masking controls run on the gated arm only."""
     cfg = CHECK.config("small")
     assert cfg.lam_grid == (0.1,) and cfg.ft_lrs == (0.005,)
+    assert cfg.ft_epochs == 8  # 4 epochs barely adapted (gate fine_tuning_adapts failed at 4.6 points)
     cands = stage0_candidates(cfg, 4)
     assert cands == {"crt": [(0.0, 4)], "crt_alr": [(0.1, 4)], "crt_ur": [(0.1, 4)]}
     assert CHECK.default_seeds["small"] >= 5

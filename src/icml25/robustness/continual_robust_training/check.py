@@ -39,6 +39,14 @@ seeds). The sweep runs at ``full`` and whenever ``lam_grid``/``ft_lrs`` hold sev
 gradient-masking controls (PGD budget curve, square search) run on the gated arm only at small
 (``masking_arms``; plain CRT's are informational and run at ``full``).
 
+Fine-tuning at small lasts 8 epochs per stage (``ft_epochs``; the paper fine-tunes for 10-25, our
+protocol specified 8, and small used 4 to save time). Changed after seeing run
+20261206T032046602264Z-93074a (the design above at 4 epochs, 5 seeds), where the gate
+``fine_tuning_adapts`` failed (plain CRT gained 4.6 points on each newly arrived attack over the
+never-adapted model, against the declared 5; it was 5.06 with the per-seed sweep): 4 epochs at lr
+0.005 barely adapt, and the protocol's 8 fit the time that the fixed sweep freed. The gate's
+threshold is unchanged.
+
 Gates (small scale; point conditions under which the accuracies can be read):
     crt_beats_standard   plain CRT's seen-union accuracy over fine-tuning exceeds the standard
                          model's by at least ``min_floor_gap`` (robust training learned something)
@@ -86,7 +94,10 @@ with lam = 0.5 (lam = 1 collapsed both regularised arms), an every-seed rule on 
 wall-clock time ratio at 5-step attacks (1.50 > 1.4). With the per-seed sweep (3 seeds, run
 20261205T162027865522Z-d6d1d4, 373 s alone): not reproduced; the headline held (+0.027
 [+0.009, +0.042]), ``less_forgetting`` failed, ``unforeseen_stage0`` and ``beats_ur`` were
-undetermined.
+undetermined. This design (5 seeds, run 20261206T034113999729Z-75b589, about 340 s of CPU on a
+loaded machine): all gates pass, the headline holds (+0.043 [+0.013, +0.083]), keeps_previous,
+beats_ur, clean_cost and time_overhead hold, ``unforeseen_stage0`` stays undetermined (+0.032
+[-0.010, +0.091]; about 2.5 times the seeds would resolve it), so the verdict is inconclusive.
 """
 
 from __future__ import annotations
@@ -415,7 +426,7 @@ CLAIM = Claim(
         "channels), attacks l2 (eps 0.75) -> SpatialFlow (0.25 px) -> l_inf (0.15) -> ReColor1D (0.4), "
         "AffineWarp (1 px) held out; stage 0: 12 epochs SGD batch 32 lr 0.05 cosine, 5-step PGD, "
         "regulariser weight 0.1 for ALR and UR (the choice of a validation sweep over 0.5 / 0.1 / 0.02 with "
-        "equal candidates per arm in an earlier run; the sweep itself runs at full); stages 1-3: 4 epochs "
+        "equal candidates per arm in an earlier run; the sweep itself runs at full); stages 1-3: 8 epochs "
         "Croce fine-tuning with the same weight, lr 0.005 (likewise chosen on validation from {0.005, "
         "0.02}); evaluation 10-step PGD; 5 seeds; the MAX-from-scratch baseline only at tiny and full. "
         "The paper uses CIFAR-10/100 and ImageNette with "
@@ -499,7 +510,7 @@ class CRTCheck(ClaimCheck[CRTCheckConfig]):
             probe_batches=1,
         ),
         # one validation-chosen stage-0 weight and fine-tuning rate (see the module docstring)
-        "small": CRTCheckConfig(lam_grid=(0.1,), ft_lrs=(0.005,)),
+        "small": CRTCheckConfig(lam_grid=(0.1,), ft_lrs=(0.005,), ft_epochs=8),
         "full": CRTCheckConfig(
             widths=(32, 64),
             hidden=128,
