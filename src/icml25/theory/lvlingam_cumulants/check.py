@@ -76,6 +76,8 @@ Medium headline cell, run on this CPU (round 6; no device was lent): ``--scale m
 settings=["proxy_noedge_l2"] --set noises=["gamma"]``, 100 models: CM 0.014 vs cross-moment 0.162 at
 n = 1e7, difference of medians -0.147, 95 % CI [-0.251, -0.051]: holds (at 1e5 CM was still worse,
 0.26 vs 0.16, as the repository's stored results lead one to expect). 313 s of one core.
+The beta cell alone (seeded as the first noise, so not the preset's beta models): CM 0.029 vs 0.153,
+-0.123, 95 % CI [-0.392, -0.047]: holds. ``proxy_edge_l2`` was not run here.
 
 Protocol change (second issue-43 small run, declared before it ran). The first run (sizes 1e3-1e5
 everywhere) resolved the headline (holds) and, once the paired statistic was the median (the first
