@@ -57,7 +57,9 @@ reported and never judged, stays in the tiny and full presets and runs at small 
 ``tasks=("motif", "density")``. Every judged number is unchanged by this: each task makes its own data
 and each training reseeds itself, so the density task's models, items, gates and criteria are the same
 with or without the motif task. Training batches are gathered from tensors collated once per run
-(:class:`~icml25.graphs.slogan.train.GraphSet`), bit-identical to ``Batch.from_data_list``.
+(:class:`~icml25.graphs.slogan.train.GraphSet`), bit-identical to ``Batch.from_data_list``. Small run
+20261206T035621609414Z-51da9d (one thread, machine at load 7-9): 435 s wall, 130 s CPU (previous small:
+364 s alone at two threads); not reproduced, headline -0.134, 95 % CI [-0.268, -0.007].
 
 Earlier design (5 seeds, 2026-12-04, 308 s): not reproduced, judged on the mean over both tasks
 with unpaired-by-item criteria: DANN 0.620, ERM 0.502, SLOGAN 0.473, self-training 0.436; the
