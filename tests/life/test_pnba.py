@@ -468,3 +468,71 @@ def test_check_follows_the_protocol() -> None:
     assert claim.headline_criterion().name == "beats_contrastive" and claim.headline_criterion().paired
     assert all(c.paired for c in claim.criteria_at("small") if c.other_arm is not None)
     assert config.train.steps >= 1200  # 300 steps left every latent collapsed
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast paths (round 6, speed): the same maps as the plain conv / pool / per-sample calls
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T", [12, 20, 22])
+def test_attention_projector_matches_conv_and_adaptive_pool(T: int) -> None:
+    """The matmul projector computes exactly the shared Conv1d + adaptive average pooling it replaced."""
+    torch.manual_seed(0)
+    proj = NeuronSetProjector(T=T, channels=4, n_virtual=5)
+    x = torch.poisson(torch.rand(6, 17, T) * 2)
+    mask = torch.ones(6, 17, dtype=torch.bool)
+    mask[2:, 11:] = False
+    B, N, _ = x.shape
+    lx = torch.log1p(x)
+    h = proj.temporal(lx.reshape(B * N, 1, T))
+    keys = proj.key(F.adaptive_avg_pool1d(h, proj.coarse).reshape(B, N, -1))
+    scores = torch.einsum("pk,bnk->bpn", proj.queries, keys) * proj.scale
+    alpha = scores.masked_fill(~mask[:, None, :], float("-inf")).softmax(-1)
+    ref = torch.einsum("bpn,bnct->bpct", alpha, F.gelu(h).reshape(B, N, 4, T)).reshape(B, -1, T)
+    torch.testing.assert_close(proj(x, mask), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_pointwise_conv_matches_conv1d() -> None:
+    from icml25.life.pnba.model import PointwiseConv1d
+
+    torch.manual_seed(0)
+    conv = PointwiseConv1d(7, 3)
+    x = torch.randn(4, 7, 9)
+    torch.testing.assert_close(conv(x), F.conv1d(x, conv.weight, conv.bias), rtol=1e-5, atol=1e-6)
+    assert conv.weight.shape == (3, 7, 1)
+
+
+def test_pnba_loss_matches_separate_decoder_calls() -> None:
+    """Decoders run once on both stacked samples: the same loss terms as one call per sample."""
+    from icml25.life.pnba.model import gaussian_kl as kl
+
+    torch.manual_seed(0)
+    cfg = PNBAConfig(n_recordings=3, max_neurons=12, T=12, hidden=8, channels=2, n_virtual=3)
+    model = PNBA(cfg)
+    x = torch.poisson(torch.rand(5, 12, 12) * 2)
+    y = torch.randn(5, 2, 12)
+    rec = torch.tensor([0, 1, 2, 1, 0])
+    mask = torch.ones(5, 12, dtype=torch.bool)
+    mask[0, 9:] = False
+    got = model(x, y, rec, mask, generator=torch.Generator().manual_seed(3))
+    # reference: the same draws, one decoder call per sample
+    gen = torch.Generator().manual_seed(3)
+    mu_x, lv_x = model.neural_encoder(x, mask)
+    mu_y, lv_y = model.encode_behavior(y)
+    mu_p, lv_p = product_of_gaussians(mu_x, lv_x, mu_y, lv_y)
+    z = [
+        m + (0.5 * lv).exp() * torch.randn(m.shape, generator=gen)
+        for m, lv in ((mu_p, lv_p), (mu_x, lv_x), (mu_y, lv_y))
+    ]
+    ref = {
+        "poisson_p": poisson_nll(model.neural_decoder(z[0], rec, 12), x, mask).sum() / 5,
+        "poisson_y2x": poisson_nll(model.neural_decoder(z[2], rec, 12), x, mask).sum() / 5,
+        "se_p": (model.behavior_decoder(z[0]) - y).pow(2).sum() / 5,
+        "se_x2y": (model.behavior_decoder(z[1]) - y).pow(2).sum() / 5,
+        "kl_p_x": kl(mu_p, lv_p, mu_x, lv_x).sum() / 5,
+    }
+    for k, v in ref.items():
+        assert got.terms[k] == pytest.approx(float(v), rel=1e-5), k
+    with pytest.raises(ValueError, match="multiple"):
+        model.neural_decoder(torch.randn(7, 8, 12), rec, 12)
