@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -560,3 +561,42 @@ def test_grid_items_pair_cells_across_arms_and_mark_failures() -> None:
     assert CHECK.config("full").grid_reference_reps == CHECK.config("full").grid_reps
     with pytest.raises(ValueError, match="grid_reference_reps"):
         dataclasses.replace(config, grid_reference_reps=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Round 6 (speed): the fast paths give the same numbers as the code they replaced
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sign_adaptive_relu_split_matches_clamp_values_and_gradients() -> None:
+    """W⁺/W⁻ via relu give bit-identical outputs and weight gradients to clamp (no weight is 0)."""
+    from icml25.theory.monotonic_mlp.layers import SignAdaptiveLinear
+
+    torch.manual_seed(0)
+    layer = SignAdaptiveLinear(6, 5, activation="relu", generator=torch.Generator().manual_seed(1))
+    h = torch.randn(9, 6)
+    out = layer(h)
+    out.square().sum().backward()
+    got = layer.weight.grad.clone()
+    w = layer.weight.detach().clone().requires_grad_(True)
+    ref = F.linear(torch.relu(h), w.clamp(min=0.0)) + F.linear(torch.relu(-h), w.clamp(max=0.0)) + layer.bias
+    ref.square().sum().backward()
+    assert torch.equal(out, ref)
+    assert torch.equal(got, w.grad)
+
+
+def test_fit_regression_wrapper_keeps_mode_and_state() -> None:
+    """fit_regression trains the model itself (best state restored, left in eval mode)."""
+    from icml25.theory.monotonic_mlp.train import _ModeCached
+
+    model = build_model("sign_adaptive", [2, 8, 1], [1, 1], torch.Generator().manual_seed(0))
+    wrapped = _ModeCached(model)
+    wrapped.eval()
+    assert not model.training and not any(m.training for m in model.modules())
+    wrapped.train()
+    assert all(m.training for m in model.modules())
+    x = np.random.default_rng(0).normal(size=(64, 2))
+    y = x.sum(1)
+    res = fit_regression(model, x, y, x, y, steps=40, eval_every=5, patience=100, lr=1e-2)
+    assert not model.training
+    assert res.best_val_mse == pytest.approx(float(np.mean((predict(model, x) - y) ** 2)), rel=1e-5)
