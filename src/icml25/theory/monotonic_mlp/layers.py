@@ -241,9 +241,7 @@ class SignAdaptiveLinear(nn.Module):
         w: Tensor = self.weight
         if self.has_free:
             w_free, w = torch.where(self.free, w, 0.0), torch.where(self.free, 0.0, w)
-        # W⁺ = max(W, 0), W⁻ = min(W, 0) as relu(W) and -relu(-W): the same values and gradients as
-        # clamp (bit for bit, except the subgradient at W = 0 exactly) at a fraction of clamp's backward
-        w_pos, w_neg = F.relu(w), -F.relu(-w)
+        w_pos, w_neg = w.clamp(min=0.0), w.clamp(max=0.0)  # W⁺, W⁻
         if self.variant == "pre":
             # Eq. (sign-adaptive, pre): z = W⁺ σ(h) + W⁻ σ(−h) + W_f h + b
             z = F.linear(self.activation(h), w_pos) + F.linear(self.activation(-h), w_neg)
