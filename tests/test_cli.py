@@ -488,7 +488,12 @@ def test_list_shows_the_recorded_verdict_without_local_results(capsys, tmp_path)
     assert main(["list", "--json", "--results", str(tmp_path / "none")]) == 0
     rows = {r["slug"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["h_tuning"]["last_scale"] == "small, recorded"
-    assert rows["h_tuning"]["last_verdict"] == "inconclusive"
+    # the verdict the README table records (it changes when the table is re-synced)
+    from icml25.catalog import get_paper
+
+    recorded = get_paper("h_tuning").recorded_small_run()
+    assert recorded is not None
+    assert rows["h_tuning"]["last_verdict"] == recorded.verdict
 
 
 def test_check_json_carries_config_and_overrides(tmp_path) -> None:
