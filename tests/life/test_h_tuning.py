@@ -23,6 +23,8 @@ from icml25.life.h_tuning import (
     best_thresholds,
     cutmix_time,
     distillation_loss,
+    fine_tune,
+    late_gain,
     linear_warmup_decay,
     lora_target_modules,
     low_label_split,
@@ -150,6 +152,32 @@ def test_model_shapes_and_lora_targets():
     trainable = {n for n, p in pm.named_parameters() if p.requires_grad}
     assert any("head.out" in n and n.endswith("weight") for n in trainable)
     assert all("lora_" in n or n.endswith("bias") or "head.out" in n for n in trainable)
+
+
+def test_default_model_is_the_official_nn_default_layout():
+    from icml25.life.h_tuning.model import _positions
+
+    net = _net().eval()
+    assert net.official and isinstance(net.norm, torch.nn.Identity)  # no LayerNorm before pooling
+    assert isinstance(net.transformer[0].mlp.act, torch.nn.LeakyReLU)  # official feed-forward activation
+    x, _ = _batch()
+    blk = net.blocks[0]
+    with torch.no_grad():
+        h = F.leaky_relu(blk.bn2(blk.conv2(F.leaky_relu(blk.bn1(blk.conv1(x))))))
+        torch.testing.assert_close(blk(x), h + blk.skip(blk.pool(x)))  # MyResidualBlock: act, then add
+        z = torch.randn(4, 16)  # the classifier has no activation between its layers: it is affine
+        torch.testing.assert_close(net.head(2 * z) - net.head(z), net.head(z) - net.head(torch.zeros_like(z)))
+    n, d = 7, 16  # the official PositionalEncoding: sin on even channels, cos on odd ones
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d, 2).float() * (-np.log(10000.0) / d))
+    expected = torch.zeros(n, d)
+    expected[:, 0::2], expected[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    torch.testing.assert_close(_positions(n, d, True), expected)
+    torch.manual_seed(0)
+    old = ECGNet(3, width=16, n_transformer=1, heads=2, official=False)  # the earlier variant, a flag
+    assert isinstance(old.head.act, torch.nn.LeakyReLU) and isinstance(old.norm, torch.nn.LayerNorm)
+    assert isinstance(old.transformer[0].mlp.act, torch.nn.GELU)
+    assert old(x).shape == net(x).shape == (8, 3)
 
 
 def test_lora_merge_gives_identical_outputs():
@@ -335,6 +363,68 @@ def test_tuners_learn_a_separable_task():
         assert np.mean(losses[-2:]) < np.mean(losses[:2])
 
 
+def test_fine_tune_early_stopping_stops_after_patience_and_keeps_the_best_checkpoint():
+    x, y = (a.numpy() for a in _batch(b=16, length=128, c=3, seed=1))
+    scores = iter([0.5, 0.6, 0.55, 0.58, 0.59, 0.95, 0.99])  # best at the 2nd evaluation, then 3 stale
+    kept: dict[str, torch.Tensor] = {}
+
+    def val_score(model: torch.nn.Module) -> float:
+        s = next(scores)
+        if s == 0.6:
+            kept.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return s
+
+    net = _net()
+    opt = make_adamw(net, 1e-2)
+    res = fine_tune(
+        BPTuner(net, opt), x, y, steps=40, batch_size=4, val_score=val_score, eval_every=2, patience=3
+    )
+    assert res.steps_run == 10 and len(res.losses) == 10  # evaluations at 2, 4, 6, 8, 10: stop after 10
+    assert res.best_step == 4 and res.best_val == pytest.approx(0.6)
+    assert [s for s, _ in res.val_curve] == [2, 4, 6, 8, 10]
+    for k, v in net.state_dict().items():
+        torch.testing.assert_close(v, kept[k])  # the best checkpoint is reloaded
+    other = _net()  # without patience a run goes the whole budget
+    assert fine_tune(BPTuner(other, make_adamw(other, 1e-2)), x, y, steps=6, batch_size=4).steps_run == 6
+    with pytest.raises(ValueError, match="val_score"):
+        fine_tune(BPTuner(net, opt), x, y, steps=4, batch_size=4, patience=2)
+    with pytest.raises(ValueError, match="patience"):
+        fine_tune(BPTuner(net, opt), x, y, steps=4, batch_size=4, val_score=val_score, patience=0)
+
+
+def test_late_gain_measures_the_last_quarter_of_the_budget():
+    curve = [(10, 0.50), (20, 0.70), (30, 0.72), (40, 0.80)]
+    assert late_gain(curve, 40) == pytest.approx(0.08)  # best 0.80 vs best 0.72 within the first 30 steps
+    assert late_gain(curve[:3], 100) == 0.0  # stopped early, within the first three quarters
+    assert late_gain([(10, 0.9), (80, 0.5), (100, 0.6)], 100) == 0.0  # peaked early, ran to the end
+    with pytest.raises(ValueError, match="first"):
+        late_gain([(80, 0.5)], 100)
+    with pytest.raises(ValueError, match="val_curve"):
+        late_gain([], 100)
+
+
+def test_convergence_gates_close_the_verdict_when_a_headline_arm_still_improves():
+    from icml25.core.claims import evaluate_criterion, summarize_metrics
+    from icml25.life.h_tuning import check as hc
+
+    cfg = hc.CHECK.config("small")
+    gates = {g.name: g for g in hc.CHECK.claim_for(cfg).gates}
+    for arm in ("htuning", "full_ft", "head_only"):  # unscoped: they close the whole verdict
+        assert gates[f"{arm}_converged"].guards == ()
+    assert gates["lora_bp_converged"].guards == ("comparable_to_lora_bp",)
+    for arm in ("student_kd", "student_alone"):
+        assert gates[f"{arm}_converged"].guards == ("kd_beats_alone",)
+    assert "mezo_converged" not in gates
+    g = gates["htuning_converged"]
+    assert (g.metric, g.op, g.reduce, g.threshold) == ("late_gain", "<=", "max", cfg.max_late_gain)
+    plateaued = summarize_metrics([{"htuning": {"late_gain": 0.0}}, {"htuning": {"late_gain": 0.4}}])
+    rising = summarize_metrics([{"htuning": {"late_gain": 0.0}}, {"htuning": {"late_gain": 1.5}}])
+    assert evaluate_criterion(g, plateaued, role="gate").passed is True
+    assert evaluate_criterion(g, rising, role="gate").passed is False  # one seed still rising is enough
+    with pytest.raises(ValueError, match="eval_every"):
+        hc.HTuningCheckConfig(steps=20, student_steps=20, eval_every=16)
+
+
 # ------------------------------------------------------------------------------------------ metrics / KD
 
 
@@ -393,6 +483,9 @@ def test_tiny_check_runs(monkeypatch):
     assert "beats_mezo" in names
     for arm in ("htuning", "full_ft", "lora_bp", "mezo", "student_kd", "student_alone"):
         assert "macro_ap" in r.metrics[arm]
+    for arm in ("htuning", "full_ft", "lora_bp", "mezo", "head_only", "student_kd", "student_alone"):
+        m = r.metrics[arm]  # the convergence measures the gates read: steps run within the budget, gain >= 0
+        assert 0 < m["steps_run"].max <= CHECK.config("tiny").steps and m["late_gain"].min >= 0.0
     assert r.metrics["htuning"]["saved_bytes"].mean < r.metrics["lora_bp"]["saved_bytes"].mean
 
 

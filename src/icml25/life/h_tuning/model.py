@@ -8,6 +8,16 @@ LeakyReLU; avg-pool + 1×1-conv shortcut) shrink the time axis 64-fold, then sin
 ``n_transformer`` pre-LN Transformer blocks (:class:`icml25.nn.TransformerBlock`), max-pooling over
 time and a two-layer classifier ``Linear(d, d) → Linear(d, n_classes)``.
 
+``official=True`` (the default) is the official ``NN_default`` layout: each residual block applies
+LeakyReLU after both BatchNorms and adds the shortcut after (``h = act(bn2(conv2(act(bn1(conv1
+x))))) + skip(pool(x))``), the Transformer feed-forward uses LeakyReLU, the pooled features go to the
+classifier un-normalised, and the classifier's two linear layers have no activation between them.
+``official=False`` is the variant earlier versions of this package used (activation after the
+residual add, GELU feed-forward, a final LayerNorm before pooling, LeakyReLU inside the classifier).
+Kept from ours in both: 1-D convs on ``(b, c, l)`` (the official 2-D convs have kernel ``(1, 9)``,
+the same operation) and a ceil-mode shortcut pool, so that lengths not divisible by 64 work (the
+official input, 6144 samples, is).
+
 LoRA (Sec. 3.1): rank-r updates on every conv, the attention QKV projection, both FFN layers and
 the first classifier layer; biases and the last classifier layer are trained in full. The wrapping
 is done with ``peft`` (:func:`add_lora`), so LoRA-BP, MeZO and H-Tuning adapt exactly the same
@@ -18,6 +28,7 @@ Notation: b batch, c leads (12), l samples, d width, n tokens (l / 64).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -31,10 +42,14 @@ __all__ = ["ECGNet", "add_lora", "merge_lora", "unwrap_model", "lora_target_modu
 
 
 class _ResidualBlock(nn.Module):
-    """conv(9, stride s) → BN → LeakyReLU → conv(9) → BN, plus avg-pool/1×1-conv shortcut."""
+    """conv(9, stride s) → BN → LeakyReLU → conv(9) → BN, plus avg-pool/1×1-conv shortcut.
 
-    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+    ``official``: LeakyReLU after the second BN, then the shortcut is added (official
+    ``MyResidualBlock``); otherwise LeakyReLU after the addition."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, official: bool = True) -> None:
         super().__init__()
+        self.official = official
         self.conv1 = nn.Conv1d(c_in, c_out, 9, stride=stride, padding=4)
         self.bn1 = nn.BatchNorm1d(c_out)
         self.conv2 = nn.Conv1d(c_out, c_out, 9, padding=4)
@@ -45,8 +60,24 @@ class _ResidualBlock(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         h = F.leaky_relu(self.bn1(self.conv1(x)))
         h = self.bn2(self.conv2(h))
-        s = self.skip(self.pool(x))
-        return F.leaky_relu(h + s[..., : h.shape[-1]])
+        s = self.skip(self.pool(x))[..., : h.shape[-1]]
+        if self.official:
+            return F.leaky_relu(h) + s
+        return F.leaky_relu(h + s)
+
+
+def _positions(n: int, width: int, official: bool) -> Tensor:
+    """Fixed sinusoidal positions ``(n, width)``: the official ``PositionalEncoding`` (sin on even,
+    cos on odd channels) or ``icml25.nn.sinusoidal_embedding`` (``[cos | sin]`` halves); the same
+    frequencies ``10000^(-i / (width/2))`` in another channel order."""
+    t = torch.arange(n)
+    if not official:
+        return sinusoidal_embedding(t, width)
+    freqs = torch.exp(torch.arange(0, width, 2).float() * (-math.log(10000.0) / width))
+    pe = torch.zeros(n, width)
+    pe[:, 0::2] = torch.sin(t[:, None].float() * freqs)
+    pe[:, 1::2] = torch.cos(t[:, None].float() * freqs[: width // 2])
+    return pe
 
 
 class ECGNet(nn.Module):
@@ -58,12 +89,20 @@ class ECGNet(nn.Module):
         n_transformer: Transformer blocks.
         heads: attention heads (``width`` must be divisible by it).
         n_leads: input leads.
+        official: the official ``NN_default`` layout (module docstring); False: this package's
+            earlier variant.
 
     Input ``x (b, c, l)`` float32, output logits ``(b, n_classes)``.
     """
 
     def __init__(
-        self, n_classes: int, width: int = 128, n_transformer: int = 4, heads: int = 8, n_leads: int = 12
+        self,
+        n_classes: int,
+        width: int = 128,
+        n_transformer: int = 4,
+        heads: int = 8,
+        n_leads: int = 12,
+        official: bool = True,
     ):
         super().__init__()
         for name, v in (("n_classes", n_classes), ("width", width), ("heads", heads), ("n_leads", n_leads)):
@@ -74,18 +113,21 @@ class ECGNet(nn.Module):
             raise ValueError(f"width ({width}) must be divisible by heads ({heads})")
         self.n_leads = n_leads
         self.width = width
+        self.official = bool(official)
         self.blocks = nn.Sequential(
-            _ResidualBlock(n_leads, width, 4),
-            _ResidualBlock(width, width, 4),
-            _ResidualBlock(width, width, 4),
+            _ResidualBlock(n_leads, width, 4, self.official),
+            _ResidualBlock(width, width, 4, self.official),
+            _ResidualBlock(width, width, 4, self.official),
         )
-        self.transformer = nn.ModuleList(
-            [TransformerBlock(width, heads, activation="gelu") for _ in range(n_transformer)]
-        )
-        self.norm = nn.LayerNorm(width)
+        layers = [TransformerBlock(width, heads, activation="gelu") for _ in range(n_transformer)]
+        if self.official:
+            for blk in layers:  # official feed-forward: fc2(leaky_relu(fc1(x)))
+                blk.mlp.add_module("act", nn.LeakyReLU())
+        self.transformer = nn.ModuleList(layers)
+        self.norm: nn.Module = nn.Identity() if self.official else nn.LayerNorm(width)
         self.head = nn.Sequential()
         self.head.add_module("hidden", nn.Linear(width, width))
-        self.head.add_module("act", nn.LeakyReLU())
+        self.head.add_module("act", nn.Identity() if self.official else nn.LeakyReLU())
         self.head.add_module("out", nn.Linear(width, n_classes))
 
     def check_input(self, x: Any) -> None:
@@ -103,8 +145,7 @@ class ECGNet(nn.Module):
     def features(self, x: Tensor) -> Tensor:
         """Pooled features ``(b, d)``: conv blocks, positions, Transformer, max-pool over time."""
         h = self.blocks(x).transpose(1, 2)  # (b, n, d)
-        pos = sinusoidal_embedding(torch.arange(h.shape[1], device=h.device), self.width).to(h.dtype)
-        h = h + pos
+        h = h + _positions(h.shape[1], self.width, self.official).to(h)
         for blk in self.transformer:
             h = blk(h)
         return self.norm(h).amax(dim=1)

@@ -50,6 +50,7 @@ __all__ = [
     "make_adamw",
     "FineTuneResult",
     "fine_tune",
+    "late_gain",
     "distillation_loss",
     "predict_proba",
 ]
@@ -299,13 +300,41 @@ def predict_proba(model: nn.Module, x: np.ndarray | Tensor, batch_size: int = 25
 
 @dataclass(frozen=True)
 class FineTuneResult:
-    """What :func:`fine_tune` measured: the best validation score, when, and the losses."""
+    """What :func:`fine_tune` measured: the best validation score, when, and the losses
+    (one per step run, so ``steps_run`` is below the budget when early stopping ended the run)."""
 
     best_val: float
     best_step: int
     losses: tuple[float, ...]
     val_curve: tuple[tuple[int, float], ...]
     seconds: float
+
+    @property
+    def steps_run(self) -> int:
+        """Tuner steps taken (the budget, or fewer when early stopping ended the run)."""
+        return len(self.losses)
+
+
+def late_gain(val_curve: Sequence[tuple[int, float]], budget: int, frac: float = 0.75) -> float:
+    """How much the best validation score of a run rose after the first ``frac`` of its step
+    ``budget``: ``max(curve) - max(score at step <= frac * budget)`` (0 when the run stopped, or
+    peaked, within that fraction). A run still improving at the end of its budget has not converged.
+
+    Raises:
+        ValueError: an empty curve, or no evaluation within the first ``frac`` of the budget.
+    """
+    check_positive("budget", budget, integer=True)
+    check_in_range("frac", frac, 0.0, 1.0)
+    if not val_curve:
+        raise ValueError("val_curve must hold at least one (step, score) evaluation")
+    early = [s for step, s in val_curve if step <= frac * budget]
+    if not early:
+        raise ValueError(
+            f"no evaluation within the first {frac:g} of the budget ({budget} steps): evaluate more often"
+        )
+    early = [s for s in early if math.isfinite(s)]
+    scores = [s for _, s in val_curve if math.isfinite(s)]
+    return max(scores) - max(early) if early else float("nan")  # NaN: the gate cannot be evaluated
 
 
 def fine_tune(
@@ -321,15 +350,22 @@ def fine_tune(
     cutmix: bool = True,
     teacher: nn.Module | None = None,
     progress: Callable[[int, int], None] | None = None,
+    patience: int | None = None,
 ) -> FineTuneResult:
-    """Run ``steps`` tuner steps on shuffled batches (with time-axis CutMix) and keep the parameters
-    with the best ``val_score`` (higher is better; evaluated every ``eval_every`` steps and at the end),
-    as the official early-stopping on validation macro-AP does. ``teacher`` adds distillation targets."""
+    """Run up to ``steps`` tuner steps on shuffled batches (with time-axis CutMix) and keep the
+    parameters with the best ``val_score`` (higher is better; evaluated every ``eval_every`` steps and
+    at the end). With ``patience``, stop once that many evaluations in a row have not raised the best
+    score (the official ``EarlyStopping``: patience 10 evaluations, ``delta = 0``, the best checkpoint
+    reloaded). ``teacher`` adds distillation targets."""
     import time
 
     check_positive("steps", steps, integer=True)
     check_positive("batch_size", batch_size, integer=True)
     check_positive("eval_every", eval_every, integer=True)
+    if patience is not None:
+        check_positive("patience", patience, integer=True)
+        if val_score is None:
+            raise ValueError("patience needs val_score: early stopping watches the validation score")
     if len(x) == 0 or len(x) != len(y):
         raise ValueError(f"x and y must be non-empty with the same length, got {len(x)} and {len(y)}")
     rng = np.random.default_rng(seed)
@@ -339,6 +375,7 @@ def fine_tune(
     curve: list[tuple[int, float]] = []
     best = (-math.inf, 0)
     best_state: dict[str, Tensor] | None = None
+    stale = 0  # evaluations in a row without a new best
     order = rng.permutation(len(x))
     pos = 0
     for step in range(1, steps + 1):
@@ -364,6 +401,11 @@ def fine_tune(
             if math.isfinite(score) and score > best[0]:
                 best = (score, step)
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                stale = 0
+            else:
+                stale += 1
+                if patience is not None and stale >= patience:
+                    break
     if best_state is not None:
         model.load_state_dict(best_state)
     return FineTuneResult(
