@@ -453,3 +453,131 @@ def test_close_json_restores_the_stop_brace() -> None:
     assert parse_proposal(close_json('{"net": {"activation": "sin"'), SPACE, cfg) == {"activation": "sin"}
     with pytest.raises(TypeError, match="reply"):
         close_json(None)  # type: ignore[arg-type]
+
+
+# --- issue 45 (speed): derivatives propagated forward, equal to nested autograd ---------------------
+
+_NETS = (
+    ("fnn", "tanh"),
+    ("laaf", "sin"),
+    ("gaaf", "silu"),
+    ("fnn", "gelu"),
+    ("laaf", "sigmoid"),
+    ("fnn", "elu"),
+    ("gaaf", "gaussian"),
+    ("fnn", "relu"),
+)
+
+
+@pytest.mark.parametrize("name", sorted({a for _, a in _NETS}))
+def test_activation_jet_matches_autograd_derivatives(name: str) -> None:
+    from icml25.physics.pinnsagent.pinn import activation, activation_jet
+
+    z = torch.linspace(-3.0, 3.0, 100, dtype=torch.float64).requires_grad_(True)  # no point at 0
+    a = activation(name, z)
+    (d1,) = torch.autograd.grad(a.sum(), z, create_graph=True)
+    d2 = torch.autograd.grad(d1.sum(), z, allow_unused=True)[0] if d1.requires_grad else None
+    ja, j1, j2 = activation_jet(name, z.detach())
+    assert torch.allclose(ja, a.detach(), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(j1, d1.detach(), rtol=1e-9, atol=1e-9)
+    want = torch.zeros_like(z) if d2 is None else d2
+    assert torch.allclose(torch.zeros_like(z) if j2 is None else j2, want, rtol=1e-9, atol=1e-9)
+
+
+def _grads(loss: torch.Tensor, params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
+    gs = torch.autograd.grad(loss, params, allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g for p, g in zip(params, gs, strict=True)]
+
+
+@pytest.mark.parametrize("name", sorted(PDE_SUITE))
+def test_jet_residual_and_its_gradients_match_nested_autograd(name: str) -> None:
+    from icml25.physics.pinnsagent.pdes import DiffOperator, grad
+    from icml25.physics.pinnsagent.pinn import jet_forward
+
+    pde = PDE_SUITE[name]
+    op = pde.operator
+    assert isinstance(op, DiffOperator) and 0 <= op.n_second <= pde.dim
+    x = pde.scale(torch.rand(48, pde.dim, generator=torch.Generator().manual_seed(1)))
+    for k, (net, act) in enumerate(_NETS):
+        model = PINNNet(
+            pde.lower,
+            pde.upper,
+            width=8,
+            depth=3,
+            activation=act,
+            net=net,
+            initializer="glorot_uniform",
+            generator=torch.Generator().manual_seed(k),
+        )
+        params = list(model.parameters())
+        xr = x.clone().requires_grad_(True)
+        u_ref = model(xr)
+        ref = op(u_ref, xr)
+        du_ref = grad(model(xr), xr)
+        u, du, d2u = jet_forward(model, x, op.n_second)
+        got = op.jet(u, du, d2u)
+        scale = float(ref.detach().abs().max()) + 1e-3
+        assert torch.allclose(got, ref, rtol=1e-4, atol=1e-5 * scale), (net, act)
+        assert torch.allclose(u, u_ref[:, 0], rtol=1e-5, atol=1e-6), (net, act)
+        assert torch.allclose(du, du_ref, rtol=1e-4, atol=1e-5 * (float(du_ref.detach().abs().max()) + 1e-3))
+        # the parameter gradients of a residual loss are the same (third-order terms included)
+        g_ref = _grads(ref.pow(2).mean() + u_ref.pow(2).mean(), params)
+        g_jet = _grads(got.pow(2).mean() + u.pow(2).mean(), params)
+        top = max(float(g.abs().max()) for g in g_ref) + 1e-6
+        for a, b in zip(g_jet, g_ref, strict=True):
+            assert torch.allclose(a, b, rtol=1e-3, atol=1e-4 * top), (net, act)
+
+
+def test_jet_trainer_matches_the_autograd_trainer_and_plain_operators_fall_back() -> None:
+    cfg = dict(DEFAULT_CONFIG, width=16, n_domain=128, n_boundary=32, lr=1e-3)
+    for name in ("poisson2d", "wave1d", "burgers1d", "poissonnd"):
+        a = train_pinn(PDE_SUITE[name], cfg, steps=30, space=SPACE)
+        b = train_pinn(PDE_SUITE[name], cfg, steps=30, space=SPACE, derivatives="autograd")
+        assert a.l2rel == pytest.approx(b.l2rel, rel=1e-3), name
+        assert a.train_loss == pytest.approx(b.train_loss, rel=1e-3), name
+    # a PDE whose operator is a plain function trains by nested autograd: the earlier trainer exactly
+    pde = PDE_SUITE["poisson2d"]
+    plain = dataclasses.replace(pde, operator=pde.operator.fn)  # type: ignore[attr-defined]
+    c = train_pinn(plain, cfg, steps=20, space=SPACE)
+    d = train_pinn(pde, cfg, steps=20, space=SPACE, derivatives="autograd")
+    assert c.l2rel == d.l2rel and c.train_loss == d.train_loss
+    with pytest.raises(ValueError, match="derivatives"):
+        train_pinn(pde, cfg, steps=1, space=SPACE, derivatives="forward")
+
+
+def test_jet_trainer_takes_no_nested_autograd_call_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = torch.autograd.grad
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "grad", counting)
+    cfg = dict(DEFAULT_CONFIG, width=8, n_domain=64, n_boundary=16)
+    counts = {}
+    for mode in ("jet", "autograd"):
+        for steps in (2, 6):
+            calls.clear()
+            train_pinn(PDE_SUITE["heat2d"], cfg, steps=steps, space=SPACE, derivatives=mode)
+            counts[mode, steps] = len(calls)
+    assert counts["jet", 2] == counts["jet", 6]  # the manufactured source only, once per training
+    assert counts["autograd", 6] - counts["autograd", 2] == 4 * 3  # u_x, u_xx, u_yy in every step
+
+
+def test_derivative_options_are_validated() -> None:
+    from icml25.physics.pinnsagent.check import PINNsAgentCheckConfig
+    from icml25.physics.pinnsagent.pdes import DiffOperator
+    from icml25.physics.pinnsagent.pinn import jet_forward
+
+    assert CHECK.config("small").derivatives == "jet"
+    with pytest.raises(ValueError, match="derivatives"):
+        PINNsAgentCheckConfig(derivatives="finite")
+    with pytest.raises(ValueError, match="derivatives"):
+        Evaluator(PDE_SUITE, SPACE, steps=1, derivatives="finite")
+    with pytest.raises(ValueError, match="n_second"):
+        DiffOperator(PDE_SUITE["heat1d"].operator, lambda u, du, d2u: u, -1)
+    with pytest.raises(ValueError, match="n_second"):
+        jet_forward(PINNNet((0.0,), (1.0,), width=4, depth=2), torch.rand(3, 1), 2)
+    with pytest.raises(ValueError, match="second derivatives"):
+        PDE_SUITE["heat1d"].operator.jet(torch.zeros(2), torch.zeros(2, 2), None)  # type: ignore[attr-defined]

@@ -10,9 +10,10 @@ solved PDEs by cosine similarity of physics-label embeddings) and Memory Tree Re
 tree over configuration edits whose expansions the planner proposes).
 
 Implements: benchmark PDEs with references (``pdes``), the configurable PINN trainer and search
-space (``pinn``), the knowledge base, PDE encoders, PGKR and knowledge-base parameter statistics
-(``knowledge``), the memory tree, the LLM planner prompt and reply parser, a scripted control
-proposer, lock-step batched agent searches, random search and optuna TPE (``agent``).
+space (``pinn``; the residual's derivatives propagated forward through the network), the
+knowledge base, PDE encoders, PGKR and knowledge-base parameter statistics (``knowledge``), the
+memory tree, the LLM planner prompt and reply parser, a scripted control proposer, lock-step
+batched agent searches, random search and optuna TPE (``agent``).
 Not implemented: the code-generation mode and code bank, L-BFGS and MultiAdam, PINNacle's
 geometries.
 
@@ -57,8 +58,17 @@ from .knowledge import (
     encode_text,
     parameter_stats,
 )
-from .pdes import LABEL_VALUES, PDE_SUITE, PDESpec, burgers_reference, get_pde
-from .pinn import DEFAULT_CONFIG, DEFAULT_SPACE, PINNNet, SearchSpace, TrainResult, config_key, train_pinn
+from .pdes import LABEL_VALUES, PDE_SUITE, DiffOperator, PDESpec, burgers_reference, get_pde
+from .pinn import (
+    DEFAULT_CONFIG,
+    DEFAULT_SPACE,
+    PINNNet,
+    SearchSpace,
+    TrainResult,
+    config_key,
+    jet_forward,
+    train_pinn,
+)
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -67,6 +77,7 @@ __all__ = [
     "PDE_SUITE",
     "PGKR",
     "AgentSearch",
+    "DiffOperator",
     "Evaluator",
     "KBRow",
     "KnowledgeBase",
@@ -87,6 +98,7 @@ __all__ = [
     "encode_labels",
     "encode_text",
     "get_pde",
+    "jet_forward",
     "parameter_stats",
     "close_json",
     "config_text",

@@ -31,7 +31,7 @@ from icml25.core.validate import check_positive
 
 from .knowledge import KnowledgeBase, ParamStats, Retrieved
 from .pdes import PDESpec
-from .pinn import SearchSpace, TrainResult, config_key, train_pinn
+from .pinn import DERIVATIVES, SearchSpace, TrainResult, config_key, train_pinn
 
 Config = dict[str, Any]
 Conversation = list[dict[str, str]]
@@ -42,12 +42,22 @@ class Evaluator:
 
     The training seed is fixed, so the search objective is a deterministic function of the
     configuration (as in the paper's fixed seed), and every method sees the same objective.
+    ``derivatives`` goes to :func:`train_pinn` (``"jet"`` or ``"autograd"``).
     """
 
     def __init__(
-        self, specs: Mapping[str, PDESpec], space: SearchSpace, *, steps: int, seed: int = 0
+        self,
+        specs: Mapping[str, PDESpec],
+        space: SearchSpace,
+        *,
+        steps: int,
+        seed: int = 0,
+        derivatives: str = "jet",
     ) -> None:
         check_positive("steps", steps, integer=True)
+        if derivatives not in DERIVATIVES:
+            raise ValueError(f"derivatives must be one of {DERIVATIVES}, got {derivatives!r}")
+        self.derivatives = derivatives
         self.specs = dict(specs)
         self.space = space
         self.steps = steps
@@ -59,7 +69,14 @@ class Evaluator:
     def __call__(self, pde: str, config: Mapping[str, Any]) -> TrainResult:
         key = (pde, config_key(config))
         if key not in self.cache:
-            res = train_pinn(self.specs[pde], config, steps=self.steps, seed=self.seed, space=self.space)
+            res = train_pinn(
+                self.specs[pde],
+                config,
+                steps=self.steps,
+                seed=self.seed,
+                space=self.space,
+                derivatives=self.derivatives,
+            )
             self.cache[key] = res
             self.trainings += 1
             self.seconds += res.seconds

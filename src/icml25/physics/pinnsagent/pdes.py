@@ -9,7 +9,9 @@ description, which the knowledge replay embeds.
 
 The residual of every PDE is written as ``N[u](x) - s(x)``: the operator ``N`` is applied to the
 network by autograd and ``s`` is ``N`` applied to the reference (a manufactured source; it is
-zero up to rounding for the homogeneous PDEs and exactly zero for Burgers).
+zero up to rounding for the homogeneous PDEs and exactly zero for Burgers). Each suite operator is
+a :class:`DiffOperator`: the autograd form above plus the same formula on derivatives propagated
+forward through the network, which the trainer uses (one pass instead of nested autograd calls).
 """
 
 from __future__ import annotations
@@ -60,6 +62,46 @@ def grad(u: Tensor, x: Tensor) -> Tensor:
 def second(du: Tensor, x: Tensor, i: int) -> Tensor:
     """d^2u/dx_i^2 from the gradient ``du`` (N, d): shape (N,)."""
     return torch.autograd.grad(du[:, i].sum(), x, create_graph=True)[0][:, i]
+
+
+#: ``N[u]`` from derivatives: (u (N,), du (N, d), d2u (N, m) or None) -> (N,), where ``d2u[:, i]`` is
+#: d^2u/dx_i^2 for the first ``m`` coordinates.
+JetOperator = Callable[[Tensor, Tensor, Tensor | None], Tensor]
+
+
+@dataclass(frozen=True)
+class DiffOperator:
+    """A PDE operator in two equivalent forms.
+
+    Calling it, ``op(u, x)``, applies ``fn`` by autograd to the network output ``u`` (N, 1) at
+    ``x`` (N, d) with ``x.requires_grad`` (the reference form, used for manufactured sources).
+    ``jet(u, du, d2u)`` is the same operator written on derivatives that the trainer propagates
+    forward through the network (:func:`icml25.physics.pinnsagent.pinn.jet_forward`), which avoids
+    one nested autograd pass per derivative in every training step. ``n_second`` is the number of
+    leading coordinates whose pure second derivatives ``jet`` reads (0: first derivatives only).
+    A :class:`PDESpec` whose operator is a plain function trains through autograd.
+    """
+
+    fn: Operator
+    jet: JetOperator
+    n_second: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_second, bool) or not isinstance(self.n_second, int) or self.n_second < 0:
+            raise ValueError(f"n_second must be a non-negative integer, got {self.n_second!r}")
+
+    def __call__(self, u: Tensor, x: Tensor) -> Tensor:
+        return self.fn(u, x)
+
+
+def _op(fn: Operator, jet: JetOperator, n_second: int) -> DiffOperator:
+    return DiffOperator(fn, jet, n_second)
+
+
+def _d2(d2u: Tensor | None) -> Tensor:
+    if d2u is None:
+        raise ValueError("this operator needs second derivatives (n_second > 0)")
+    return d2u
 
 
 @dataclass(frozen=True)
@@ -244,6 +286,53 @@ def _allen_cahn(u: Tensor, x: Tensor) -> Tensor:
     return du[:, 1] - 0.01 * second(du, x, 0) + 5.0 * (v**3 - v)
 
 
+# The same operators on propagated derivatives (see DiffOperator); u is (N,), du (N, d), d2u (N, m).
+
+
+def _poisson1d_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return -_d2(d2u)[:, 0]
+
+
+def _laplace_neg_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    d2 = _d2(d2u)
+    return -(d2[:, 0] + d2[:, 1])
+
+
+def _helmholtz_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    d2 = _d2(d2u)
+    return d2[:, 0] + d2[:, 1] + u
+
+
+def _laplace_neg_nd_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return -_d2(d2u).sum(dim=1)
+
+
+def _heat2d_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    d2 = _d2(d2u)
+    return du[:, 2] - 0.05 * (d2[:, 0] + d2[:, 1])
+
+
+def _heat_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return du[:, 1] - 0.1 * _d2(d2u)[:, 0]
+
+
+def _wave_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    d2 = _d2(d2u)
+    return d2[:, 1] - 4.0 * d2[:, 0]
+
+
+def _advection_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return du[:, 1] + du[:, 0]
+
+
+def _burgers_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return du[:, 1] + u * du[:, 0] - BURGERS_NU * _d2(d2u)[:, 0]
+
+
+def _allen_cahn_jet(u: Tensor, du: Tensor, d2u: Tensor | None) -> Tensor:
+    return du[:, 1] - 0.01 * _d2(d2u)[:, 0] + 5.0 * (u**3 - u)
+
+
 def _burgers_exact(x: Tensor) -> Tensor:
     ref = burgers_reference(x[:, 0].detach().numpy(), x[:, 1].detach().numpy(), BURGERS_NU)
     return torch.as_tensor(ref, dtype=x.dtype)
@@ -262,7 +351,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="poisson", type="elliptic", time="time_independent", ic="no_ic"),
             (0.0,),
             (1.0,),
-            _poisson1d,
+            _op(_poisson1d, _poisson1d_jet, 1),
             lambda x: torch.sin(4 * PI * x[:, 0]),
         ),
         PDESpec(
@@ -271,7 +360,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="poisson", type="elliptic", dimension="2d", time="time_independent", ic="no_ic"),
             (0.0, 0.0),
             (1.0, 1.0),
-            _laplace_neg,
+            _op(_laplace_neg, _laplace_neg_jet, 2),
             lambda x: torch.sin(PI * x[:, 0]) * torch.sin(PI * x[:, 1]),
         ),
         PDESpec(
@@ -280,7 +369,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="helmholtz", type="elliptic", dimension="2d", time="time_independent", ic="no_ic"),
             (0.0, 0.0),
             (1.0, 1.0),
-            _helmholtz,
+            _op(_helmholtz, _helmholtz_jet, 2),
             lambda x: torch.sin(PI * x[:, 0]) * torch.sin(2 * PI * x[:, 1]),
         ),
         PDESpec(
@@ -290,7 +379,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="poisson", type="elliptic", dimension="nd", time="time_independent", ic="no_ic"),
             (0.0,) * POISSON_ND_DIM,
             (1.0,) * POISSON_ND_DIM,
-            _laplace_neg_nd,
+            _op(_laplace_neg_nd, _laplace_neg_nd_jet, POISSON_ND_DIM),
             lambda x: torch.sin(0.5 * PI * x).sum(dim=1),
         ),
         PDESpec(
@@ -299,7 +388,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="heat", type="parabolic"),
             (0.0, 0.0),
             (1.0, 1.0),
-            _heat,
+            _op(_heat, _heat_jet, 1),
             lambda x: torch.exp(-0.1 * PI**2 * x[:, 1]) * torch.sin(PI * x[:, 0]),
             time_dependent=True,
         ),
@@ -310,7 +399,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="heat", type="parabolic", dimension="2d"),
             (0.0, 0.0, 0.0),
             (1.0, 1.0, 1.0),
-            _heat2d,
+            _op(_heat2d, _heat2d_jet, 2),
             lambda x: (
                 torch.exp(-0.25 * PI**2 * x[:, 2]) * torch.sin(PI * x[:, 0]) * torch.sin(2 * PI * x[:, 1])
             ),
@@ -322,7 +411,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="wave", type="hyperbolic"),
             (0.0, 0.0),
             (1.0, 1.0),
-            _wave,
+            _op(_wave, _wave_jet, 2),
             lambda x: (
                 torch.sin(PI * x[:, 0]) * torch.cos(2 * PI * x[:, 1])
                 + 0.5 * torch.sin(4 * PI * x[:, 0]) * torch.cos(8 * PI * x[:, 1])
@@ -337,7 +426,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="advection", type="hyperbolic"),
             (0.0, 0.0),
             (1.0, 0.5),
-            _advection,
+            _op(_advection, _advection_jet, 0),
             lambda x: torch.exp(-(((x[:, 0] - x[:, 1] - 0.3) / 0.15) ** 2)),
             time_dependent=True,
         ),
@@ -348,7 +437,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="burgers", type="parabolic", linearity="nonlinear"),
             (-1.0, 0.0),
             (1.0, 1.0),
-            _burgers,
+            _op(_burgers, _burgers_jet, 1),
             _burgers_exact,
             time_dependent=True,
             zero_source=True,
@@ -360,7 +449,7 @@ def _suite() -> dict[str, PDESpec]:
             _labels(family="reaction_diffusion", type="parabolic", linearity="nonlinear"),
             (-1.0, 0.0),
             (1.0, 1.0),
-            _allen_cahn,
+            _op(_allen_cahn, _allen_cahn_jet, 1),
             lambda x: torch.cos(PI * x[:, 0]) * torch.exp(-x[:, 1]),
             time_dependent=True,
         ),
