@@ -156,6 +156,25 @@ def test_displayed_verdict_passes_open_gates_and_needs_through() -> None:
     assert displayed_verdict(dataclasses.replace(closed, verdict=Verdict.parse("needs gpu"))) == "needs gpu"
 
 
+def test_a_failed_scoped_gate_leaves_the_verdict_to_the_rest() -> None:
+    """A scoped gate (``guards=``) that fails sets aside only what it guards: the report shows the
+    stored verdict, as the runner decided it, not "inconclusive (gate failed: ...)"."""
+    gate = Criterion("learns", arm="base", metric="acc", op=">", threshold=0.5)
+    result = _result(_claim(gates=(gate,)), _seeds(0.85, 0.80, constant=0.1))
+    scoped = _criterion(name="llm_ok", role="gate", passed=False, outcome="fails", guards=("llm_part",))
+    shown = _with_criteria(result, *result.criteria, scoped)
+    assert displayed_verdict(shown) == "reproduced"
+    # the same gate without guards closes the whole verdict
+    unscoped = _criterion(name="llm_ok", role="gate", passed=False, outcome="fails")
+    assert displayed_verdict(_with_criteria(result, *result.criteria, unscoped)) == (
+        "inconclusive (gate failed: llm_ok)"
+    )
+    # a gate that guards the headline closes it too
+    head = next(c.name for c in result.criteria if c.role == "headline")
+    guarding = _criterion(name="llm_ok", role="gate", passed=False, outcome="fails", guards=(head,))
+    assert displayed_verdict(_with_criteria(result, *result.criteria, guarding)).startswith("inconclusive")
+
+
 # -- forest-plot rows ----------------------------------------------------------------------------
 
 

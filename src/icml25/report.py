@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from icml25.catalog import PAPERS
-from icml25.core.claims import SCALES, CheckResult, CriterionResult, VerdictKind
+from icml25.core.claims import SCALES, CheckResult, CriterionResult, VerdictKind, closing_gates
 from icml25.core.results import ResultStore, StoredResult, atomic_write_text
 from icml25.core.runtime import environment
 from icml25.core.samples import SAMPLES_FILE
@@ -161,10 +161,12 @@ def displayed_verdict(result: CheckResult) -> str:
 
     The store already recomputes verdicts on load; this holds for any result handed to the report
     (a hand-built one too): when a gate's ``passed`` is not True, a stored ``reproduced`` or ``not
-    reproduced`` (or ``inconclusive``) is shown as ``inconclusive (gate failed: <names>)``. A
+    reproduced`` (or ``inconclusive``) is shown as ``inconclusive (gate failed: <names>)``, for the
+    gates that close the whole verdict (:func:`icml25.core.claims.closing_gates`: a failed scoped gate
+    sets aside only the criteria it guards, and the stored verdict already says which). A
     ``needs <resource>`` verdict is shown as it is: it already says the claim was not judged.
     """
-    closed = failed_gates(result)
+    closed = closing_gates(result.criteria)
     if not closed or result.verdict.kind is VerdictKind.NEEDS:
         return str(result.verdict)
     return f"inconclusive (gate failed: {', '.join(g.name for g in closed)})"

@@ -47,3 +47,18 @@ def test_estimate_remaining_shares_the_work_and_respects_the_longest_job() -> No
     assert estimate_remaining([5.0], {0: 0.0}, {0}, now=9.0, workers=1) == 0.0
     line = PoolProgress(("a", "b"), 1, 3, 65.0, 3600.0).line()
     assert line == "[1/3 done, 0:01:05 elapsed, ~1:00:00 left] running: a, b"
+
+
+def test_the_pool_names_as_running_only_the_checks_a_worker_has_taken(tmp_path) -> None:
+    """One worker, two checks: every progress line names at most one running check (the executor
+    queues a call beyond its workers, which must not be reported as running), and results come back
+    in the jobs' order."""
+    from icml25.core.parallel import CheckJob, PoolProgress, run_in_processes
+
+    slugs = ["lexicographic_morl", "multi_reward_policy_eval"]  # the two quickest tiny checks
+    jobs = [CheckJob(slug, "tiny", None, {}, str(tmp_path), 1) for slug in slugs]
+    ticks: list[PoolProgress] = []
+    results = run_in_processes(jobs, 1, on_tick=ticks.append, tick_s=0.2, expected_s=[5.0, 5.0])
+    assert [r.slug for r in results] == slugs
+    assert ticks and all(len(t.running) <= 1 for t in ticks)
+    assert {t.running for t in ticks if t.done == 0} == {("lexicographic_morl",)}

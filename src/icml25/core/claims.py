@@ -48,6 +48,7 @@ __all__ = [
     "VerdictKind",
     "CheckResult",
     "ROLES",
+    "closing_gates",
     "compute_verdict",
     "paired_criterion",
     "evaluate_criterion",
@@ -678,6 +679,18 @@ class Verdict:
         return cls(VerdictKind(text), None, reason)
 
 
+def closing_gates(results: Sequence[CriterionResult]) -> list[CriterionResult]:
+    """The gates in ``results`` that close the whole verdict: those that failed or could not be
+    evaluated, except scoped ones (a gate with ``guards`` that do not name the headline), which set
+    aside only the criteria they guard. :func:`compute_verdict` and the report both use this rule."""
+    headline_names = {r.name for r in results if r.role == "headline"}
+    return [
+        g
+        for g in results
+        if g.role == "gate" and g.passed is not True and not (g.guards and not headline_names & set(g.guards))
+    ]
+
+
 def compute_verdict(
     results: Sequence[CriterionResult],
     *,
@@ -730,9 +743,8 @@ def compute_verdict(
             VerdictKind.INCONCLUSIVE,
             reason=f"{n_seeds} seed(s) run, the claim needs at least {min_seeds}{also}",
         )
-    headline_names = {r.name for r in criteria if r.role == "headline"}
-    scoped = [g for g in gates if g.guards and not headline_names & set(g.guards)]
-    closed = [g for g in gates if g.passed is not True and g not in scoped]
+    closed = closing_gates(results)
+    scoped = [g for g in gates if g.guards and g not in closed]
     if closed:
         what = "; ".join(_gate_text(g) for g in closed)
         needs = next((g.needs for g in closed if g.needs and g.passed is False), None)

@@ -141,10 +141,21 @@ def run_in_processes(
     expected = list(expected_s) if expected_s is not None else [None] * len(jobs)
     start = time.monotonic()
     started_at: dict[int, float] = {}
+    # At most ``workers`` jobs are submitted at a time, the next one when one finishes: the executor
+    # queues one call beyond its workers and reports it as running, so submitting everything at once
+    # would name a job as running (and start its clock) before a worker has taken it.
+    waiting = iter(range(len(jobs)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures: dict[Future[dict[str, Any]], int] = {
-            pool.submit(run_check_job, job): i for i, job in enumerate(jobs)
-        }
+        futures: dict[Future[dict[str, Any]], int] = {}
+
+        def submit_next() -> None:
+            i = next(waiting, None)
+            if i is not None:
+                futures[pool.submit(run_check_job, jobs[i])] = i
+                started_at[i] = time.monotonic()
+
+        for _ in range(min(workers, len(jobs))):
+            submit_next()
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=tick_s, return_when=FIRST_COMPLETED)
@@ -154,11 +165,11 @@ def run_in_processes(
                 results[futures[future]] = result
                 if on_done is not None:
                     on_done(result)
-            for future in pending:
-                if future.running() and futures[future] not in started_at:
-                    started_at[futures[future]] = now
+                before = set(futures)
+                submit_next()
+                pending |= set(futures) - before
             if on_tick is not None and pending:
-                running = tuple(jobs[futures[f]].slug for f in pending if f.running())
+                running = tuple(jobs[futures[f]].slug for f in futures if f in pending)
                 remaining = estimate_remaining(expected, started_at, set(results), now, workers)
                 on_tick(PoolProgress(running, len(results), len(jobs), now - start, remaining))
     return [results[i] for i in range(len(jobs))]
