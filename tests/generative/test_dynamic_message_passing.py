@@ -507,3 +507,139 @@ def test_training_clips_gradients_only_where_configured(monkeypatch: pytest.Monk
     assert seen == [0.0, 0.0, 1.0]
     with pytest.raises(ValueError, match="grad_clip"):
         DMPCheckConfig(grad_clip=-1.0)
+
+
+def _official_and_split(**kw) -> tuple[NCGNVelocity, NCGNVelocity]:
+    cfg = NCGNConfig(in_dim=3, cond_dim=2, hidden=16, layers=2, conv="gcn", **kw)
+    out = []
+    for split in (False, True):
+        torch.manual_seed(0)
+        out.append(NCGNVelocity(dataclasses.replace(cfg, split_stats=split), GraphSchedule("static_knn")))
+    return out[0], out[1]
+
+
+def test_split_stats_train_as_the_official_shared_norm_with_per_layer_statistics() -> None:
+    # defect (run 20261206T043256419581Z-088b0e and before): the official shared BatchNorm instance
+    # blends the running statistics of the two or three layers it normalises, so in eval mode (the
+    # sampled EMA model) every layer of the block is normalised with that blend. split_stats keeps the
+    # shared weight and bias (training is the same computation) and gives each layer its own statistics.
+    official, split = _official_and_split()
+    assert count_parameters(official) == count_parameters(split)
+    for p, q in zip(official.parameters(), split.parameters(), strict=True):
+        assert torch.equal(p, q)
+    emb_o, emb_s = official.net.embed_fine, split.net.embed_fine
+    assert emb_o[1] is emb_o[4] is emb_o[7]
+    assert emb_s[1] is not emb_s[4] and emb_s[4] is not emb_s[7]
+    assert emb_s[1].weight is emb_s[4].weight is emb_s[7].weight and emb_s[1].bias is emb_s[7].bias
+    x, t = torch.randn(4, 30, 3), torch.rand(4)
+    official.train()
+    split.train()
+    out_o, out_s = official(x, t, GRID[:30]), split(x, t, GRID[:30])
+    assert torch.equal(out_o, out_s)  # training mode: batch statistics, bit-identical
+    # one update each from zero: split layer k holds 0.1 s_k; the shared instance 0.081 s1 + 0.09 s2 + 0.1 s3
+    blend = 0.81 * emb_s[1].running_mean + 0.9 * emb_s[4].running_mean + emb_s[7].running_mean
+    assert torch.allclose(emb_o[1].running_mean, blend, atol=1e-6)
+    assert not torch.allclose(emb_s[1].running_mean, emb_s[4].running_mean, atol=1e-3)
+    # the per-layer and output MLPs are split too, the message MLPs have their own norms either way
+    mlp, out = split.net.layers[0].mlp, split.net.out
+    assert mlp[1] is not mlp[4] and mlp[1].weight is mlp[4].weight
+    assert out[1] is not out[4] and out[1].weight is out[4].weight
+    official.eval()
+    split.eval()
+    assert not torch.allclose(official(x, t, GRID[:30]), split(x, t, GRID[:30]), atol=1e-4)
+
+
+def test_split_stats_train_to_the_same_weights() -> None:
+    official, split = _official_and_split()
+    cfg = dataclasses.replace(CHECK.config("tiny"), steps=3, warmup_steps=1, batch_size=4, ema_decay=0.0)
+    x = torch.randn(8, 30, 3)
+
+    def loss(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        return flow_matching_loss(m, b, cond=GRID[:30], generator=g)  # type: ignore[arg-type]
+
+    for model in (official, split):
+        train_flow_model(model, loss, x, cfg, 1e-2, 0)
+    for p, q in zip(official.parameters(), split.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert CHECK.config("small").split_norm_stats
+    assert not (DMPCheckConfig().split_norm_stats or CHECK.config("full").split_norm_stats)
+    assert not CHECK.config("medium").split_norm_stats
+
+
+def test_foreach_ema_is_the_shared_ema_bit_for_bit() -> None:
+    from icml25.generative.dynamic_message_passing.check import ForeachEMA
+    from icml25.nn.diffusion import EMA
+
+    model, _ = _official_and_split()  # shared BatchNorms: one tensor under several state_dict keys
+    ref, fast = EMA(model, 0.9), ForeachEMA(model, 0.9)
+    gen = torch.Generator().manual_seed(1)
+    model.train()
+    for _ in range(4):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=gen))
+            model(torch.randn(4, 30, 3, generator=gen), torch.rand(4, generator=gen), GRID[:30])
+        ref.update(model)
+        fast.update(model)
+    assert ref.shadow.keys() == fast.shadow.keys()
+    assert all(torch.equal(ref.shadow[k], fast.shadow[k]) for k in ref.shadow)
+    other, _ = _official_and_split()  # another module: the shared implementation's lookup
+    ref.update(other)
+    fast.update(other)
+    assert all(torch.equal(ref.shadow[k], fast.shadow[k]) for k in ref.shadow)
+
+
+def test_learning_rate_schedule_is_official_except_at_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    # changed after run 20261206T043256419581Z-088b0e: small decays the rate (cosine to 0) so the sampled
+    # weights are not one noisy point of a constant-rate trajectory; the official script keeps it constant
+    from icml25.generative.dynamic_message_passing import check as check_module
+
+    seen: list[tuple[str, bool, float]] = []
+
+    def fake_fit(model, loss, x, cfg, **kw) -> None:  # type: ignore[no-untyped-def]
+        seen.append((cfg.schedule, cfg.fused, cfg.lr_at(cfg.steps - 1)))
+
+    monkeypatch.setattr(check_module, "fit", fake_fit)
+    model = _velocity("static_knn")
+    for cfg in (DMPCheckConfig(), CHECK.config("full"), CHECK.config("medium"), CHECK.config("small")):
+        train_flow_model(model, None, torch.rand(4, 100, 3), cfg, 1e-3, 0)
+    assert [s[:2] for s in seen] == [("constant", True)] * 3 + [("cosine", True)]
+    assert seen[0][2] == 1e-3 and 0 < seen[-1][2] < 1e-8
+    with pytest.raises(ValueError, match="lr_schedule"):
+        DMPCheckConfig(lr_schedule="step")
+
+
+def test_official_bn_stats_reproduce_the_shared_instance_in_steady_state() -> None:
+    from icml25.generative.dynamic_message_passing.model import official_bn_stats
+
+    official, split = _official_and_split()
+    x, t = torch.randn(4, 30, 3), torch.rand(4)
+    official.train()
+    split.train()
+    with torch.no_grad():
+        for _ in range(250):  # the same input every call: every running average reaches its fixed point
+            official(x, t, GRID[:30])
+            split(x, t, GRID[:30])
+    official.eval()
+    split.eval()
+    before = {k: v.clone() for k, v in split.state_dict().items()}
+    with torch.no_grad():
+        ref, own = official(x, t, GRID[:30]), split(x, t, GRID[:30])
+        with official_bn_stats(split):
+            blended = split(x, t, GRID[:30])
+        with official_bn_stats(official):  # nothing tied (one shared module): a no-op
+            assert torch.equal(official(x, t, GRID[:30]), ref)
+    assert torch.allclose(blended, ref, atol=1e-4)
+    assert not torch.allclose(own, ref, atol=1e-3)
+    assert all(torch.equal(v, before[k]) for k, v in split.state_dict().items())  # restored on exit
+
+
+def test_bn_stats_diagnostic_changes_no_result() -> None:
+    base = {"arms": ("dmp", "knn"), "split_norm_stats": True}
+    plain = CHECK.run("tiny", overrides=base)
+    diag = CHECK.run("tiny", overrides={**base, "diagnose_bn_stats": True})
+    for arm in ("dmp", "knn"):
+        assert plain.metrics[arm]["w1"].mean == diag.metrics[arm]["w1"].mean
+        assert "gap_closed_official_bn_stats" not in plain.metrics[arm]
+        assert np.isfinite(diag.metrics[arm]["gap_closed_official_bn_stats"].mean)
+        assert np.isfinite(diag.metrics[arm]["val_loss_official_bn_stats"].mean)

@@ -25,6 +25,13 @@ training (``/work/scratch`` comparison, see the README) the official structure l
 between nodes faster (kNN, 600 steps of batch 32: 23 % of the marginals-to-floor gap closed against
 15 %), so it is the default.
 
+Shared BatchNorms in eval mode (``NCGNConfig.split_stats``): the official code passes one
+``BatchNorm`` instance to each PyG ``MLP``, so the two or three layers of that MLP update one set of
+running statistics, each call blending its own batch statistics into it. Training normalises with
+batch statistics and is unaffected, but in eval mode (sampling) every layer is normalised with the
+blend of all of them. ``split_stats=True`` keeps the shared weight and bias (the same training
+computation) and gives every layer its own running statistics; ``False`` is the official blend.
+
 Node inputs are ``[noisy values || fixed node features || t]``; fine nodes and pooled coarse nodes
 have separate 3-layer input MLPs, and a 3-layer output MLP gives the velocity per fine node.
 Remaining deviation: ``torch.nn.BatchNorm1d`` instead of PyG's ``BatchNorm`` wrapper (the same
@@ -33,6 +40,8 @@ layer), and the official ``og_lin`` list's unused final Linear is left out.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,7 +53,7 @@ from icml25.core.validate import check_fields, check_finite_tensor, check_tensor
 from .graph import AdaptiveGraph, build_adaptive_graph
 from .schedule import GraphSchedule
 
-__all__ = ["NCGNConfig", "NCGN", "NCGNVelocity"]
+__all__ = ["NCGNConfig", "NCGN", "NCGNVelocity", "official_bn_stats"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,11 @@ class NCGNConfig:
             its layers, as the official code has it (it passes a ``BatchNorm`` instance as PyG's
             ``norm``, so the running statistics of two or three layers mix); ``False`` gives every
             layer its own BatchNorm. The message MLPs have their own BatchNorms either way.
+        split_stats: with ``share_norm``, every use of a shared BatchNorm keeps its own running
+            statistics while the weight and bias stay one shared pair. Training (batch statistics) is
+            then the official computation exactly; only eval mode changes: each layer is normalised
+            with its own running mean and variance instead of a blend of the two or three layers
+            that the official shared instance accumulates. ``False`` (default): the official blend.
     """
 
     in_dim: int
@@ -78,6 +92,7 @@ class NCGNConfig:
     out_dim: int = 0
     norm: Literal["batch", "layer"] = "batch"
     share_norm: bool = True
+    split_stats: bool = False
 
     def __post_init__(self) -> None:
         check_fields(
@@ -109,23 +124,90 @@ def _mlp(*dims: int) -> nn.Sequential:
     return nn.Sequential(*mods)
 
 
-def _bn_mlp(*dims: int, plain_last: bool, shared: bool = False) -> nn.Sequential:
+def _tied_batchnorm(first: nn.BatchNorm1d) -> nn.BatchNorm1d:
+    """A BatchNorm with its own running statistics and ``first``'s weight and bias (the same tensors)."""
+    bn = nn.BatchNorm1d(first.num_features, eps=first.eps, momentum=first.momentum)
+    bn.weight = first.weight
+    bn.bias = first.bias
+    return bn
+
+
+def _tied_groups(module: nn.Module) -> list[list[nn.BatchNorm1d]]:
+    """The BatchNorms of ``module`` that share one weight (``split_stats``), in call order, 2 or more each."""
+    groups: dict[int, list[nn.BatchNorm1d]] = {}
+    for m in module.modules():  # registration order, which is the call order inside a Sequential
+        if isinstance(m, nn.BatchNorm1d) and m.weight is not None:
+            groups.setdefault(id(m.weight), []).append(m)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+@contextlib.contextmanager
+def official_bn_stats(module: nn.Module) -> Iterator[nn.Module]:
+    """Temporarily give each group of tied BatchNorms the running statistics one shared instance holds.
+
+    A diagnostic of ``split_stats``: one shared BatchNorm called by K layers per step, momentum m,
+    holds in steady state the blend ``sum_k m (1 - m)^(K-1-k) s_k / (1 - (1 - m)^K)`` of the layers'
+    statistics ``s_k`` (about 0.30/0.33/0.37 for K = 3, m = 0.1). Inside the context every BatchNorm
+    of a group holds that blend of the group's own running statistics, so eval mode normalises as the
+    official network does (to the steady-state approximation); the statistics are restored on exit.
+    """
+    saved: list[tuple[nn.BatchNorm1d, Tensor, Tensor]] = []
+    for group in _tied_groups(module):
+        stats: list[tuple[Tensor, Tensor]] = []
+        for bn in group:
+            if bn.running_mean is None or bn.running_var is None or bn.momentum is None:
+                raise ValueError("official_bn_stats needs BatchNorms with running statistics and a momentum")
+            saved.append((bn, bn.running_mean.clone(), bn.running_var.clone()))
+            stats.append((bn.running_mean, bn.running_var))
+        m, k = float(group[0].momentum or 0.0), len(group)
+        w = torch.tensor([m * (1 - m) ** (k - 1 - i) for i in range(k)], dtype=stats[0][0].dtype)
+        w = (w / w.sum()).to(stats[0][0].device)
+        mean = (w[:, None] * torch.stack([s[0] for s in stats])).sum(0)
+        var = (w[:, None] * torch.stack([s[1] for s in stats])).sum(0)
+        with torch.no_grad():
+            for rm, rv in stats:
+                rm.copy_(mean)
+                rv.copy_(var)
+    try:
+        yield module
+    finally:
+        with torch.no_grad():
+            for bn, rm0, rv0 in saved:
+                assert bn.running_mean is not None and bn.running_var is not None
+                bn.running_mean.copy_(rm0)
+                bn.running_var.copy_(rv0)
+
+
+def _bn_mlp(*dims: int, plain_last: bool, shared: bool = False, split_stats: bool = False) -> nn.Sequential:
     """PyG ``MLP(dims, norm=BatchNorm, plain_last=...)``: Linear -> BatchNorm -> ReLU per layer, the last
     layer a plain Linear when ``plain_last``. ``shared``: one BatchNorm module for every layer of the
     block, as PyG does when ``norm`` is given as a module instance (the official input, per-layer and
-    output MLPs); the hidden widths must then be equal."""
+    output MLPs); the hidden widths must then be equal. ``split_stats`` (with ``shared``): the later
+    layers get BatchNorms of their own running statistics whose weight and bias are the first one's
+    (:class:`NCGNConfig`); BatchNorm initialisation draws no random numbers, so the initial weights
+    are those of the shared block."""
     mods: list[nn.Module] = []
     one = nn.BatchNorm1d(dims[1]) if shared else None
     for i, (a, b) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
         mods.append(nn.Linear(a, b))
         if i < len(dims) - 2 or not plain_last:
-            mods.extend([one if one is not None else nn.BatchNorm1d(b), nn.ReLU()])
+            if one is None:
+                bn = nn.BatchNorm1d(b)
+            elif split_stats and i > 0:
+                bn = _tied_batchnorm(one)
+            else:
+                bn = one
+            mods.extend([bn, nn.ReLU()])
     return nn.Sequential(*mods)
 
 
-def _block(norm: str, *dims: int, plain_last: bool = False, shared: bool = False) -> nn.Sequential:
+def _block(
+    norm: str, *dims: int, plain_last: bool = False, shared: bool = False, split_stats: bool = False
+) -> nn.Sequential:
     """An inner MLP: the official BatchNorm block, or Linear-GELU layers (``"layer"``)."""
-    return _bn_mlp(*dims, plain_last=plain_last, shared=shared) if norm == "batch" else _mlp(*dims)
+    if norm == "batch":
+        return _bn_mlp(*dims, plain_last=plain_last, shared=shared, split_stats=split_stats)
+    return _mlp(*dims)
 
 
 def _scatter_mean(src: Tensor, index: Tensor, size: int) -> Tensor:
@@ -174,7 +256,7 @@ class _DMPLayer(nn.Module):
             self.norm = nn.LayerNorm(h)
         else:  # official: PyG BasicGNN norms, BatchNorm except an identity in the last layer
             self.norm = nn.Identity() if last else nn.BatchNorm1d(h)
-        self.mlp = _block(config.norm, h, h, h, shared=config.share_norm)
+        self.mlp = _block(config.norm, h, h, h, shared=config.share_norm, split_stats=config.split_stats)
 
     def _coarse_conv(self, x: Tensor, g: AdaptiveGraph) -> Tensor:
         if self.dense_complete and g.complete and isinstance(self.conv, self._gcn_type):
@@ -216,13 +298,23 @@ class NCGN(nn.Module):
             self.embed_fine = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
             self.embed_coarse = nn.Sequential(_mlp(config.node_in, h, h, h), nn.LayerNorm(h))
         else:
-            self.embed_fine = _bn_mlp(config.node_in, h, h, h, plain_last=False, shared=config.share_norm)
-            self.embed_coarse = _bn_mlp(config.node_in, h, h, h, plain_last=False, shared=config.share_norm)
+            share, split, n_in = config.share_norm, config.split_stats, config.node_in
+            self.embed_fine = _bn_mlp(n_in, h, h, h, plain_last=False, shared=share, split_stats=split)
+            self.embed_coarse = _bn_mlp(n_in, h, h, h, plain_last=False, shared=share, split_stats=split)
         self.gate = nn.Linear(2 * h, h)
         self.layers = nn.ModuleList(
             _DMPLayer(config, self.gate, last=i == config.layers - 1) for i in range(config.layers)
         )
-        self.out = _block(config.norm, h, h, h, config.output_dim, plain_last=True, shared=config.share_norm)
+        self.out = _block(
+            config.norm,
+            h,
+            h,
+            h,
+            config.output_dim,
+            plain_last=True,
+            shared=config.share_norm,
+            split_stats=config.split_stats,
+        )
 
     def forward(self, node_input: Tensor, graph: AdaptiveGraph) -> Tensor:
         """Per-node outputs.
