@@ -22,6 +22,7 @@ from icml25.rl.acac import (
     MacroMeeting,
     PaddedJointCritic,
     PopArt,
+    TimeEmbedding,
     advantages,
     collect,
     compact,
@@ -626,3 +627,172 @@ def test_actor_step_equals_forward() -> None:
     a, ha = actor(obs, t, h0)
     b, hb = actor.step(obs, actor.time.table[7].expand(4, 1, -1), h0)
     assert torch.equal(a, b) and torch.equal(ha, hb)
+
+
+# ---------------------------------------------------------------- the official learner's details
+
+
+def _official_get_gae(
+    r: np.ndarray, init_v: float, bootstrap: np.ndarray, mac_discount: np.ndarray, terminal: bool, lam: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One episode of the official ``Learner_ACAC._get_gae`` (``learner_acac.py``), transcribed.
+
+    ``bootstrap[k]`` is ``V(h_{k+1})``, ``mac_discount[k]`` is ``gamma^{d_k}``. The official code fills
+    ``value[:K]`` with ``V(h_0), ..., V(h_{K-1})`` and leaves ``value[K] = 0``, so the critic's target
+    at the last joint step ``K`` is the advantage alone.
+    """
+    K = len(r) - 1  # end_step_idx
+    adv = np.zeros(len(r))
+    if not terminal:
+        adv[K] = r[K] + mac_discount[K] * bootstrap[K] - bootstrap[K - 1]
+    else:
+        adv[K] = r[K] - bootstrap[K - 1]
+    for idx in range(K - 1, -1, -1):
+        prev = init_v if idx == 0 else bootstrap[idx - 1]
+        delta = r[idx] + mac_discount[idx] * bootstrap[idx] - prev
+        adv[idx] = delta + mac_discount[idx] * lam * adv[idx + 1]
+    value = np.zeros(len(r))
+    value[:K] = np.concatenate([[init_v], bootstrap[: K - 1]])
+    return adv, adv + value
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_official_last_target_equals_the_official_get_gae(seed: int) -> None:
+    """``official_last=True``: advantages and critic targets equal the official ``_get_gae`` (the target
+    at the last joint step is ``A_K``); ``False`` adds ``V(h_K)`` there like everywhere else."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 9))
+    terminal = bool(seed % 2)
+    r = rng.normal(0, 5, k)
+    vals = rng.normal(0, 10, k + 1)  # V(h_0) .. V(h_K), V(h_{K+1})
+    disc = 0.98 ** rng.integers(1, 5, k).astype(float)
+    lam = 0.95
+    adv_ref, ret_ref = _official_get_gae(r, vals[0], vals[1:], disc, terminal, lam)
+    t = lambda x: torch.tensor(np.asarray(x)[None], dtype=torch.float32)  # noqa: E731
+    done = torch.zeros(1, k, dtype=torch.bool)
+    done[0, -1] = terminal
+    args = (t(r), t(disc), t(vals[:k]), t(vals[1:]), done, lam)
+    adv, ret = joint_step_gae(*args, official_last=True)
+    np.testing.assert_allclose(adv[0].numpy(), adv_ref, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(ret[0].numpy(), ret_ref, rtol=1e-5, atol=1e-4)
+    assert ret[0, -1].item() == pytest.approx(adv[0, -1].item())
+    adv_std, ret_std = joint_step_gae(*args)
+    torch.testing.assert_close(adv_std, adv)
+    np.testing.assert_allclose(ret_std[0].numpy(), adv_ref + vals[:k], rtol=1e-5, atol=1e-4)
+
+
+def test_official_last_target_in_the_learner_with_padded_rows() -> None:
+    """Through :func:`advantages`: each episode's last joint step (not the padding after it) gets
+    ``A_K`` as its target by default; ``official_last_target=False`` gives ``A_K + V``."""
+    c = 7.0
+    cfg = ACACConfig(gamma=0.9, lam=0.5)
+    assert cfg.official_last_target
+    js, adv, ret = advantages(cfg, _two_episode_batch(), _ConstantCritic(c))
+    assert js.mask.sum(1).tolist() == [4, 3]
+    for row, last in ((0, 3), (1, 2)):
+        assert ret[row, last].item() == pytest.approx(adv[row, last].item())
+        np.testing.assert_allclose(ret[row, :last].numpy(), adv[row, :last].numpy() + c, rtol=1e-6)
+    assert ret[1, 3].item() == 0.0  # padding stays 0
+    _, adv_s, ret_s = advantages(
+        dataclasses.replace(cfg, official_last_target=False), _two_episode_batch(), _ConstantCritic(c)
+    )
+    torch.testing.assert_close(adv_s, adv)
+    assert ret_s[0, 3].item() == pytest.approx(adv[0, 3].item() + c)
+
+
+def test_official_popart_scale_before_the_first_update_and_variance_floor() -> None:
+    """The official ``popart.py``: the debiasing term is floored at 1e-5 and the variance at 1e-2, so the
+    scale is 0.1 before any update (ours: 1) and the first update rescales the weights by 0.1 / sigma."""
+    torch.manual_seed(0)
+    off, plain = PopArt(4, official=True), PopArt(4)
+    plain.load_state_dict(off.state_dict())
+    mu, sigma = off.stats()
+    assert float(mu) == 0.0 and float(sigma) == pytest.approx(0.1)
+    assert float(plain.stats()[1]) == 1.0
+    targets = torch.randn(64) * 20 + 50
+    w0 = off.linear.weight.clone()
+    off.update(targets)
+    plain.update(targets)
+    torch.testing.assert_close(off.stats()[1], plain.stats()[1])  # large variance: same statistics
+    torch.testing.assert_close(off.linear.weight, 0.1 * plain.linear.weight)
+    torch.testing.assert_close(plain.linear.weight, w0 / plain.stats()[1])
+    const = PopArt(4, official=True)
+    const.update(torch.full((16,), 5.0))
+    mu, sigma = const.stats()
+    assert float(mu) == pytest.approx(5.0, rel=1e-4) and float(sigma) == pytest.approx(0.1)
+    x = torch.randn(3, 4)
+    before = off.denormalize(off(x))
+    off.update(torch.randn(64) * 3 - 10)
+    torch.testing.assert_close(off.denormalize(off(x)), before, rtol=1e-4, atol=1e-3)
+
+
+class _RawCritic(torch.nn.Module):
+    """A critic whose normalised output is ``c`` everywhere, with a PopArt head whose statistics come
+    from ``targets``."""
+
+    def __init__(self, c: float, targets: torch.Tensor) -> None:
+        super().__init__()
+        self.c = c
+        self.head = PopArt(1, official=True)
+        self.head.update(targets)
+
+    def forward(self, obs, starts, joint, t_index):
+        return torch.full(obs.shape[:2], self.c)
+
+
+def test_official_popart_denormalises_the_target_with_the_online_statistics() -> None:
+    """The official ``_get_bootstrap`` runs the target critic and denormalises its output with the
+    online critic's PopArt statistics."""
+    torch.manual_seed(0)
+    target = _RawCritic(0.5, torch.randn(32) * 4 + 10)
+    online = _RawCritic(0.5, torch.randn(32) * 30 - 40)
+    cfg = ACACConfig(gamma=0.9, lam=0.5)
+    assert cfg.official_popart
+    _, adv, _ = advantages(cfg, _two_episode_batch(), target, online)
+    v_online = float(online.head.denormalize(torch.tensor(0.5)))
+    v_target = float(target.head.denormalize(torch.tensor(0.5)))
+    assert abs(v_online - v_target) > 10
+    assert adv[1, 2].item() == pytest.approx(5.0 - v_online, rel=1e-5)  # terminal: R - V(h_K)
+    _, adv_own, _ = advantages(
+        dataclasses.replace(cfg, official_popart=False), _two_episode_batch(), target, online
+    )
+    assert adv_own[1, 2].item() == pytest.approx(5.0 - v_target, rel=1e-5)
+    _, adv_none, _ = advantages(cfg, _two_episode_batch(), target)  # no online critic: its own head
+    torch.testing.assert_close(adv_none, adv_own)
+
+
+def test_time_offset_looks_up_the_official_time_index() -> None:
+    """The official runner embeds the decision at primitive time t with index t + 1."""
+
+    class _Spy(AgentGRUActor):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.seen: list[torch.Tensor] = []
+
+        def step(self, obs, time_emb, h0=None):
+            self.seen.append(time_emb[0, 0].clone())
+            return super().step(obs, time_emb, h0)
+
+    def first_embedding(**kw) -> torch.Tensor:
+        torch.manual_seed(0)
+        actors = [_Spy(5, 8, mlp=8, rnn=8, max_t=10, time_dim=4) for _ in range(2)]
+        envs = [MacroBoxPushing(grid=4, horizon=3) for _ in range(2)]
+        collect(
+            envs,
+            actors,
+            eps=1.0,
+            greedy=False,
+            generator=torch.Generator().manual_seed(0),
+            seeds=[0, 1],
+            **kw,
+        )
+        return actors[0].seen[0]
+
+    table = TimeEmbedding(10, 4).table
+    assert ACACConfig().time_offset == 1
+    torch.testing.assert_close(first_embedding(), table[1])
+    torch.testing.assert_close(first_embedding(time_offset=0), table[0])
+    with pytest.raises(ValueError, match="time_offset"):
+        ACACConfig(time_offset=5)
+    with pytest.raises(ValueError, match="time_offset"):
+        first_embedding(time_offset=-1)

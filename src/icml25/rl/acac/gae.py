@@ -156,6 +156,7 @@ def joint_step_gae(
     micro: bool = False,
     durations: Tensor | None = None,
     mask: Tensor | None = None,
+    official_last: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """The modified GAE over joint steps (Sec. 4.2): advantages ``A_k`` and targets ``G_k = A_k + V_k``.
 
@@ -169,6 +170,9 @@ def joint_step_gae(
         micro: use ``lambda^{d_k}`` (the micro-level GAE ablation); needs ``durations``.
         durations: ``(b, k)`` ``d_k``; only used with ``micro``.
         mask: ``(b, k)`` bool real joint steps (default all); padded steps get 0 and do not carry.
+        official_last: the target at each row's last real joint step ``K`` is ``A_K`` alone, as the
+            official learner's ``_get_gae`` computes it (it adds ``V(h_k)`` for ``k < K`` only and
+            leaves the last step's value at 0); the advantages are unchanged.
 
     Returns:
         ``(advantages, returns)``, both ``(b, k)``.
@@ -201,4 +205,8 @@ def joint_step_gae(
         carry = torch.where(mask[:, k], carry, torch.zeros_like(carry))
         adv[:, k] = carry
     returns = torch.where(mask, adv + v, torch.zeros_like(adv))
+    if official_last:
+        last = torch.where(mask, torch.arange(shape[1]), -1).max(1).values  # (b,), -1: no real step
+        rows = torch.nonzero(last >= 0)[:, 0]
+        returns[rows, last[rows]] = adv[rows, last[rows]]
     return adv, returns

@@ -75,11 +75,29 @@ __all__ = [
 
 CriticKind = Literal["acac", "duplicate", "padded"]
 CRITICS: tuple[str, ...] = ("acac", "duplicate", "padded")
+# The time-embedding tables have ``horizon + 5`` rows (the official ``max_timestep + 5``) and the
+# learner looks up times ``0 .. horizon`` plus the offset.
+MAX_TIME_OFFSET = 4
 
 
 @dataclass(frozen=True)
 class ACACConfig:
-    """Learner settings; defaults are the paper's BoxPushing 6x6 values (Sec. 5, repo ``bp6.json``)."""
+    """Learner settings; defaults are the paper's BoxPushing 6x6 values (Sec. 5, repo ``bp6.json``).
+
+    The official learner's details, each with a flag for the alternative:
+
+    * ``official_last_target``: the critic's regression target at each episode's last joint step
+      is the advantage ``A_K`` alone (the official ``_get_gae`` adds the value ``V(h_k)`` for
+      ``k < K`` only); ``False`` uses ``A_K + V(h_K)`` like every other step.
+    * ``official_popart``: PopArt statistics as the official ``popart.py`` computes them (variance
+      floored at 1e-2, so the scale is 0.1 before the first update), and the target critic's
+      values denormalised with the *online* critic's statistics (``_get_bootstrap`` calls
+      ``joint_critic_net.value.denormalize`` on ``joint_critic_tgt_net``'s output); ``False``: scale 1
+      before the first update and each critic denormalised with its own statistics.
+    * ``time_offset``: the time embedding is looked up at primitive time ``t + time_offset``; the
+      official runner and learner number steps from 1 (``step_count + 1``, ``arange(1, T + 1)``).
+    * ``official_init``: see :func:`official_init`.
+    """
 
     gamma: float = 0.98
     lam: float = 0.95
@@ -106,6 +124,9 @@ class ACACConfig:
     bootstrap_truncation: bool = True
     n_envs: int = 32
     official_init: bool = False
+    official_last_target: bool = True
+    official_popart: bool = True
+    time_offset: int = 1
 
     def __post_init__(self) -> None:
         check_fields(
@@ -129,6 +150,11 @@ class ACACConfig:
             positive=("clip", "actor_lr", "critic_lr"),
             unit_interval=("gamma", "lam", "eps_start", "eps_end"),
         )
+        offset = self.time_offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_TIME_OFFSET:
+            raise ValueError(
+                f"ACACConfig.time_offset must be an integer in [0, {MAX_TIME_OFFSET}], got {offset!r}"
+            )
         if self.gamma == 0.0:
             raise ValueError("ACACConfig.gamma must be > 0")
         if self.n_envs < self.episodes_per_update:
@@ -195,6 +221,7 @@ def make_critic(kind: str, env: MacroActionEnv, cfg: ACACConfig) -> nn.Module:
         time_dim=cfg.time_dim,
         max_t=env.horizon + 5,
         popart=cfg.popart,
+        popart_official=cfg.official_popart,
     )
     if kind == "acac":
         return AgentCentricCritic(env.n_agents, env.obs_dim, n_heads=cfg.n_heads, **common)  # type: ignore[arg-type]
@@ -254,6 +281,7 @@ def collect(
     generator: torch.Generator,
     seeds: list[int],
     keep: int | None = None,
+    time_offset: int = 1,
 ) -> Batch:
     """Run one episode in each of ``envs`` (reset with ``seeds``) with the decentralised actors.
 
@@ -264,9 +292,14 @@ def collect(
     episodes to end (in order of ending, ties by env index: the official buffer is a deque of
     ``keep`` episodes) and ``env_steps`` counts the steps of every ended episode. ``None`` runs every
     episode to its end.
+
+    ``time_offset``: the actors' time embedding is looked up at primitive time ``t + time_offset``
+    (1: the official numbering from 1).
     """
     if keep is not None and not 1 <= keep <= len(envs):
         raise ValueError(f"keep must lie in [1, {len(envs)}], got {keep}")
+    if not 0 <= time_offset <= MAX_TIME_OFFSET:
+        raise ValueError(f"time_offset must lie in [0, {MAX_TIME_OFFSET}], got {time_offset}")
     if not envs or len(envs) != len(seeds):
         raise ValueError("envs must be non-empty and match seeds")
     env0 = envs[0]
@@ -300,7 +333,7 @@ def collect(
         for i, actor in enumerate(actors):
             if not live_dec[:, i].any():
                 continue
-            emb = actor.time.table[t].expand(E, 1, -1)
+            emb = actor.time.table[t + time_offset].expand(E, 1, -1)
             logits, h_new = actor.step(cur[:, i : i + 1], emb, h[i])
             h[i] = torch.where(live_dec[None, :, i, None], h_new, h[i])
             lp = exploration_log_probs(logits[:, 0], 0.0 if greedy else eps)
@@ -421,7 +454,9 @@ def train_acac(
 
     def evaluate(env_steps: int) -> None:
         seeds = [eval_seed_base + j for j in range(cfg.eval_episodes)]
-        b = collect(eval_envs, actors, eps=0.0, greedy=True, generator=gen, seeds=seeds)
+        b = collect(
+            eval_envs, actors, eps=0.0, greedy=True, generator=gen, seeds=seeds, time_offset=cfg.time_offset
+        )
         result.steps.append(env_steps)
         result.returns.append(float(b.returns.mean()))
 
@@ -431,7 +466,14 @@ def train_acac(
         eps = _eps_at(cfg, episodes)
         seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(envs))]
         batch = collect(
-            envs, actors, eps=eps, greedy=False, generator=gen, seeds=seeds, keep=cfg.episodes_per_update
+            envs,
+            actors,
+            eps=eps,
+            greedy=False,
+            generator=gen,
+            seeds=seeds,
+            keep=cfg.episodes_per_update,
+            time_offset=cfg.time_offset,
         )
         env_steps += batch.steps
         episodes += cfg.episodes_per_update
@@ -464,12 +506,18 @@ def _with_final_step(batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
 
 
 @torch.no_grad()
-def advantages(cfg: ACACConfig, batch: Batch, target: nn.Module) -> tuple[JointSteps, Tensor, Tensor]:
+def advantages(
+    cfg: ACACConfig, batch: Batch, target: nn.Module, online: nn.Module | None = None
+) -> tuple[JointSteps, Tensor, Tensor]:
     """The joint steps of ``batch`` and the modified GAE's advantages and returns ``(b, k)``.
 
-    Values come from ``target`` (denormalised by its PopArt head). The last joint step of an episode
-    that ended by the time limit bootstraps from the value of the histories after its last step,
-    unless ``cfg.bootstrap_truncation`` is False; a terminated episode does not bootstrap.
+    Values come from ``target``, denormalised by its own PopArt head, or with
+    ``cfg.official_popart`` by the head of ``online`` (the critic being trained) where given, as the
+    official ``_get_bootstrap`` does. With ``cfg.official_last_target`` the return at each
+    episode's last joint step is its advantage alone (the official ``_get_gae``). The last joint
+    step of an episode that ended by the time limit bootstraps from the value of the histories after
+    its last step, unless ``cfg.bootstrap_truncation`` is False; a terminated episode does not
+    bootstrap.
     """
     b, t = batch.valid.shape
     js = joint_steps(batch.starts, batch.rewards, batch.valid, cfg.gamma)
@@ -478,7 +526,9 @@ def advantages(cfg: ACACConfig, batch: Batch, target: nn.Module) -> tuple[JointS
     obs, starts, t_ext = _with_final_step(batch)
     joint = torch.cat([js.is_joint, torch.zeros(b, 1, dtype=torch.bool)], 1)
     joint[rows, lens] = True
-    v_all = target.head.denormalize(target(obs, starts, joint, t_ext))  # type: ignore[union-attr,operator]
+    raw = target(obs, starts, joint, t_ext + cfg.time_offset)
+    scaler = online if cfg.official_popart and online is not None else target
+    v_all = scaler.head.denormalize(raw)  # type: ignore[union-attr,operator]
     v, _ = compact(v_all[:, :t], js.is_joint)
     terminated = batch.terminated if batch.terminated is not None else torch.ones(b, dtype=torch.bool)
     if not cfg.bootstrap_truncation:
@@ -497,6 +547,7 @@ def advantages(cfg: ACACConfig, batch: Batch, target: nn.Module) -> tuple[JointS
         micro=cfg.micro_gae,
         durations=js.duration,
         mask=js.mask,
+        official_last=cfg.official_last_target,
     )
     return js, adv, ret
 
@@ -513,8 +564,8 @@ def _update(
     eps: float,
 ) -> float:
     b, t = batch.valid.shape
-    t_index = torch.arange(t).expand(b, t)
-    js, adv, ret = advantages(cfg, batch, target)
+    t_index = torch.arange(t).expand(b, t) + cfg.time_offset
+    js, adv, ret = advantages(cfg, batch, target, value_fn)
     with torch.no_grad():
         head.update(ret[js.mask])  # type: ignore[operator]
         ret_norm = head.normalize(ret)  # type: ignore[operator]

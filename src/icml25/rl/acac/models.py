@@ -77,23 +77,39 @@ class TimeEmbedding(nn.Module):
         return out
 
 
+OFFICIAL_POPART_VAR_FLOOR = 1e-2  # popart.py, debiased_mean_var: the variance is clamped at 1e-2
+
+
 class PopArt(nn.Module):
     """Linear value head with adaptive target normalisation (PopArt, van Hasselt et al. 2016).
 
     The head predicts normalised values; :meth:`update` moves the running mean and second moment of
     the targets (``beta`` per update, with a debiasing term) and rescales the weights so that the
     denormalised predictions are unchanged. ``enabled=False`` gives a plain linear head.
+
+    ``official=True`` computes the statistics as the official ``popart.py`` (from MAPPO's code) does:
+    the debiasing term is floored at ``eps`` and the variance at 1e-2, so before the first update the
+    scale is 0.1 (not 1) and the first update rescales the weights by ``0.1 / sigma``. Otherwise the
+    scale is 1 before the first update and the variance is floored at ``eps``.
     """
 
     mean: Tensor
     mean_sq: Tensor
     debias: Tensor
 
-    def __init__(self, in_dim: int, beta: float = 0.99999, enabled: bool = True, eps: float = 1e-5) -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        beta: float = 0.99999,
+        enabled: bool = True,
+        eps: float = 1e-5,
+        *,
+        official: bool = False,
+    ) -> None:
         super().__init__()
         check_positive("in_dim", in_dim, integer=True)
         self.linear = nn.Linear(in_dim, 1)
-        self.beta, self.enabled, self.eps = beta, enabled, eps
+        self.beta, self.enabled, self.eps, self.official = beta, enabled, eps, official
         self.register_buffer("mean", torch.zeros(()))
         self.register_buffer("mean_sq", torch.zeros(()))
         self.register_buffer("debias", torch.zeros(()))
@@ -103,7 +119,14 @@ class PopArt(nn.Module):
         return out
 
     def stats(self) -> tuple[Tensor, Tensor]:
-        if not self.enabled or float(self.debias) == 0.0:
+        if not self.enabled:
+            return torch.zeros(()), torch.ones(())
+        if self.official:
+            debias = self.debias.clamp_min(self.eps)
+            mu = self.mean / debias
+            var = (self.mean_sq / debias - mu**2).clamp_min(OFFICIAL_POPART_VAR_FLOOR)
+            return mu, var.sqrt()
+        if float(self.debias) == 0.0:
             return torch.zeros(()), torch.ones(())
         mu = self.mean / self.debias
         var = (self.mean_sq / self.debias - mu**2).clamp_min(self.eps)
@@ -175,7 +198,8 @@ class AgentCentricCritic(nn.Module):
         mlp, rnn: encoder widths (``c_mlp``, ``c_rnn``).
         n_heads: attention heads of the aggregator (2 in the paper).
         time_dim, max_t: time-embedding width and table rows (``horizon + 5``).
-        popart: PopArt value head.
+        popart: PopArt value head; ``popart_official`` computes its statistics as the official
+            ``popart.py`` does (:class:`PopArt`).
         duplicate: the ACAC-Duplicate ablation (encoders also run on stale observations).
         attention: ``False`` replaces the attention block by an MLP on the concatenated tokens
             (the paper's ``no_sa`` ablation).
@@ -192,6 +216,7 @@ class AgentCentricCritic(nn.Module):
         time_dim: int = 2,
         max_t: int = 105,
         popart: bool = True,
+        popart_official: bool = False,
         duplicate: bool = False,
         attention: bool = True,
     ) -> None:
@@ -217,7 +242,7 @@ class AgentCentricCritic(nn.Module):
         )
         self.attention = attention
         self.final_norm = nn.LayerNorm(rnn)
-        self.head = PopArt(rnn, enabled=popart)
+        self.head = PopArt(rnn, enabled=popart, official=popart_official)
 
     def tokens(self, obs: Tensor, starts: Tensor, joint: Tensor, t_index: Tensor) -> Tensor:
         """``(b, t, n, h)``: each agent's latest history encoding at every time (the alignment step)."""
@@ -266,6 +291,7 @@ class PaddedJointCritic(nn.Module):
         time_dim: int = 2,
         max_t: int = 105,
         popart: bool = True,
+        popart_official: bool = False,
     ) -> None:
         super().__init__()
         for name, value in (("n_agents", n_agents), ("obs_dim", obs_dim), ("mlp", mlp), ("rnn", rnn)):
@@ -273,7 +299,7 @@ class PaddedJointCritic(nn.Module):
         self.n_agents, self.obs_dim = n_agents, obs_dim
         self.time = TimeEmbedding(max_t, time_dim)
         self.encoder = _HistoryEncoder(n_agents * obs_dim + time_dim, mlp, rnn)
-        self.head = PopArt(rnn, enabled=popart)
+        self.head = PopArt(rnn, enabled=popart, official=popart_official)
 
     def forward(self, obs: Tensor, starts: Tensor, joint: Tensor, t_index: Tensor) -> Tensor:
         _check_batch(obs, starts, joint, t_index, self.n_agents, self.obs_dim)
