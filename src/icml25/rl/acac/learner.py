@@ -24,7 +24,12 @@ critic's initialisation (official init on the actors only: solved; on the critic
 GPT-2's initialisation of the aggregator did not rescue it, nor did the official block's always-on
 dropout (0.1) on top (tried in a scratch script; not part of this package); the official init
 everywhere except the critic's encoder MLPs solved (84.6k steps), which places it in the Xavier init
-of the critic's encoder MLPs.
+of the critic's encoder MLPs. Round 8 made three official learner details the defaults
+(:class:`ACACConfig`: the critic target ``A_K`` at an episode's last joint step, the official PopArt
+statistics, time indices from 1); with them the official init pushed the big box on seed 1 (about
+91k steps) but not on seed 0 (39.6), and with the last-step target alone on seed 0 (about 77k):
+single seeds flip with any change of the trajectory, so PyTorch's initialisation stays the default
+(the rule declared before those runs).
 
 Time-outs are not terminal: an episode cut off at the horizon bootstraps its last joint step from
 the target critic's value of the agents' histories at the horizon, ``R_K + Gamma_K V(h_T)``, as the
