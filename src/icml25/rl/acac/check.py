@@ -88,7 +88,12 @@ official init without them, seed 0 at 40). So the last-step target alone rescued
 together with the other two: one seed flips with any change of the trajectory, and no single
 difference explains the failure. Declared before these runs: the official init becomes the default
 if it solves seed 0 with all three details; it did not, so PyTorch's initialisation stays the
-default (``official_init=True`` runs the official one).
+default (``official_init=True`` runs the official one). The small run with the three details as
+defaults (20261206T073239920731Z-d905a8, 706 s on a shared machine): gates hold, ACAC solved 2 of 5
+seeds and the padded critic 1 of 5; headline -9.8k steps, 95 % CI [-65.6k, +46.1k], "inconclusive
+(underpowered)" where the previous learner gave "not reproduced". The details stay the default
+(chosen from the code before any run; reverting them for this outcome would pick the learner by the
+verdict); criteria, thresholds and smallest effects are unchanged.
 
 Changed after seeing the small run 20261206T021025830091Z-c5a313 (inconclusive: the headline's
 interval straddled, about 1.6x the seeds needed to resolve): ``small`` runs 5 seeds instead of 3.
