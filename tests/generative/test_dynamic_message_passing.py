@@ -561,9 +561,8 @@ def test_split_stats_train_to_the_same_weights() -> None:
         train_flow_model(model, loss, x, cfg, 1e-2, 0)
     for p, q in zip(official.parameters(), split.parameters(), strict=True):
         assert torch.equal(p, q)
-    assert CHECK.config("small").split_norm_stats
-    assert not (DMPCheckConfig().split_norm_stats or CHECK.config("full").split_norm_stats)
-    assert not CHECK.config("medium").split_norm_stats
+    # every preset keeps the official blend: split statistics lowered the W1 gap closed (see the README)
+    assert not any(CHECK.config(s).split_norm_stats for s in ("tiny", "small", "medium", "full"))
 
 
 def test_foreach_ema_is_the_shared_ema_bit_for_bit() -> None:
