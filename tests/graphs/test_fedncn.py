@@ -415,10 +415,8 @@ def test_validation_sweep_runs_once_for_all_seeds(tmp_path, monkeypatch) -> None
 # ---------------------------------------------------------------- the check's graph (issue 43, round 6)
 
 
-def test_community_sbm_plants_communities_inside_classes() -> None:
-    from icml25.graphs.fedncn.data import make_community_sbm
-
-    data = make_community_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
+def test_attributed_sbm_communities_plants_communities_inside_classes() -> None:
+    data = make_attributed_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
     com, y = data.community.numpy(), data.y.numpy()
     assert len(np.unique(com)) == 12
     for c in np.unique(com):  # every planted community lies inside one class
@@ -428,7 +426,7 @@ def test_community_sbm_plants_communities_inside_classes() -> None:
     assert abs(float((com[src] == com[dst]).mean()) - 0.6) < 0.05
     assert abs(data.homophily - 0.75) < 0.05
     assert abs(data.edge_index.shape[1] / 600 - 8.0) < 1.0  # mean degree
-    again = make_community_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
+    again = make_attributed_sbm(600, 3, 40, communities_per_class=4, community_share=0.6, seed=1)
     assert torch.equal(again.edge_index, data.edge_index) and torch.equal(again.x, data.x)
 
 
@@ -455,17 +453,16 @@ def test_check_graph_gives_label_mixed_louvain_clients() -> None:
     assert not hasattr(old, "community")  # the earlier class-level SBM stays available
 
 
-def test_community_sbm_bad_input() -> None:
+def test_attributed_sbm_communities_bad_input() -> None:
     from icml25.graphs.fedncn.check import FedNCNCheckConfig
-    from icml25.graphs.fedncn.data import make_community_sbm
 
     with pytest.raises(ValueError, match="community_share"):
-        make_community_sbm(600, 3, 40, community_share=0.9, homophily=0.75)
+        make_attributed_sbm(600, 3, 40, community_share=0.9, homophily=0.75)
     with pytest.raises(ValueError, match="communities_per_class"):
-        make_community_sbm(600, 3, 40, communities_per_class=0)
+        make_attributed_sbm(600, 3, 40, communities_per_class=0)
     with pytest.raises(ValueError, match="n must be"):
-        make_community_sbm(20, 3, 40, communities_per_class=4)
+        make_attributed_sbm(20, 3, 40, communities_per_class=4)
     with pytest.raises(ValueError, match="num_classes"):
-        make_community_sbm(600, 1, 40)
+        make_attributed_sbm(600, 1, 40)
     with pytest.raises(ValueError, match="community_share"):
         FedNCNCheckConfig(community_share=0.8)

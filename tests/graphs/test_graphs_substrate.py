@@ -260,3 +260,12 @@ def test_load_amazon_npz(tmp_path) -> None:
     assert d.edge_index.shape[1] == 6  # 3 undirected edges, the self-loop dropped
     with pytest.raises(FileNotFoundError):
         load_amazon_npz(tmp_path / "missing.npz")
+
+
+def test_attributed_sbm_one_community_per_class_is_the_class_level_sbm() -> None:
+    """``communities_per_class=1`` draws the class-level SBM draw for draw, whatever ``community_share``
+    says about edges inside a community (the community is the class)."""
+    a = make_attributed_sbm(300, 3, 30, avg_degree=6, seed=4)
+    b = make_attributed_sbm(300, 3, 30, avg_degree=6, communities_per_class=1, community_share=0.75, seed=4)
+    assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    assert not hasattr(a, "community")

@@ -75,6 +75,8 @@ def make_attributed_sbm(
     p_topic: float = 0.08,
     p_background: float = 0.01,
     class_concentration: float | None = 5.0,
+    communities_per_class: int = 1,
+    community_share: float | None = None,
     seed: int = 0,
 ) -> Data:
     """An attributed stochastic block model with set homophily, degree and feature signal.
@@ -86,17 +88,28 @@ def make_attributed_sbm(
     on with probability ``p_background``; each class owns ``topic_words`` words (disjoint blocks,
     wrapping around if ``num_classes * topic_words > num_features``) that are on with ``p_topic``.
 
+    With ``communities_per_class > 1`` every class is cut into that many near-equal planted
+    communities, as in citation graphs, whose Louvain communities are smaller than their classes:
+    a share ``community_share`` of the expected edges lies inside a community, ``homophily -
+    community_share`` between two communities of the same class and ``1 - homophily`` between
+    classes (each block with independent edges). With one community per class (the default) the
+    graph is the class-level SBM above, draw for draw.
+
     Args:
         n: nodes; num_classes: classes (>= 2); num_features: feature dimension.
         avg_degree: expected mean degree (> 0). homophily: expected edge homophily in [0, 1].
         topic_words, p_topic, p_background: the feature signal (``p_topic`` = ``p_background`` makes
             features uninformative).
         class_concentration: Dirichlet concentration of the class proportions, or None for equal.
+        communities_per_class: planted communities inside every class (>= 1).
+        community_share: expected share of edges inside a community, in ``[0, homophily]``
+            (default ``homophily``: no edges between two communities of one class).
         seed: seed of the generator (the global RNGs are not touched).
 
     Returns:
         ``Data(x [n, d] float32, edge_index [2, 2m] int64, y [n] int64)`` plus the realised
-        ``homophily`` (float) as an attribute.
+        ``homophily`` (float) as an attribute, and with ``communities_per_class > 1`` the planted
+        ``community`` ``[n]`` int64 of every node (communities ``c * communities_per_class + j``).
     """
     check_positive("n", n, integer=True)
     check_positive("num_classes", num_classes, integer=True)
@@ -108,8 +121,14 @@ def make_attributed_sbm(
     check_in_range("p_background", p_background, 0.0, 1.0)
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
-    if n < 2 * num_classes:
-        raise ValueError(f"n must be at least 2 * num_classes = {2 * num_classes}, got {n}")
+    check_positive("communities_per_class", communities_per_class, integer=True)
+    share = homophily if community_share is None else community_share
+    check_in_range("community_share", share, 0.0, homophily)
+    floor = 2 * communities_per_class
+    if n < floor * num_classes:
+        raise ValueError(
+            f"n must be at least 2 * num_classes * communities_per_class = {floor * num_classes}, got {n}"
+        )
     if class_concentration is not None:
         check_positive("class_concentration", class_concentration)
     rng = np.random.default_rng(seed)
@@ -118,23 +137,29 @@ def make_attributed_sbm(
         props = np.full(num_classes, 1.0 / num_classes)
     else:
         props = rng.dirichlet(np.full(num_classes, float(class_concentration)))
-    sizes = np.maximum(2, np.floor(props * n).astype(int))
+    sizes = np.maximum(floor, np.floor(props * n).astype(int))
     sizes[np.argmax(sizes)] += n - sizes.sum()
-    if sizes.min() < 2:
-        raise ValueError("class_concentration too small for n: a class got fewer than 2 nodes")
+    if sizes.min() < floor:
+        raise ValueError(f"class_concentration too small for n: a class got fewer than {floor} nodes")
     y = rng.permutation(np.repeat(np.arange(num_classes), sizes))
     members = [np.flatnonzero(y == c) for c in range(num_classes)]
+    # planted communities: every class cut into near-equal parts (one part: the class itself)
+    parts = [part for idx in members for part in np.array_split(idx, communities_per_class)]
+    part_class = np.repeat(np.arange(num_classes), communities_per_class)
 
-    pairs_in = float(sum(s * (s - 1) / 2 for s in sizes))
-    pairs_out = n * (n - 1) / 2 - pairs_in
+    pairs_part = float(sum(len(q) * (len(q) - 1) / 2 for q in parts))
+    pairs_class = float(sum(s * (s - 1) / 2 for s in sizes)) - pairs_part
+    pairs_out = n * (n - 1) / 2 - pairs_part - pairs_class
     edges = n * avg_degree / 2
-    p_in = min(1.0, homophily * edges / max(pairs_in, 1.0))
+    p_part = min(1.0, share * edges / max(pairs_part, 1.0))
+    p_class = min(1.0, (homophily - share) * edges / max(pairs_class, 1.0))
     p_out = min(1.0, (1 - homophily) * edges / max(pairs_out, 1.0))
     blocks = []
-    for c in range(num_classes):
-        blocks.append(_block_pairs(rng, members[c], None, p_in))
-        for c2 in range(c + 1, num_classes):
-            blocks.append(_block_pairs(rng, members[c], members[c2], p_out))
+    for a in range(len(parts)):
+        blocks.append(_block_pairs(rng, parts[a], None, p_part))
+        for b in range(a + 1, len(parts)):
+            p = p_class if part_class[a] == part_class[b] else p_out
+            blocks.append(_block_pairs(rng, parts[a], parts[b], p))
     edge_index = undirected_edge_index(np.concatenate(blocks, axis=1), n)
 
     x = rng.random((n, num_features)) < p_background
@@ -146,6 +171,11 @@ def make_attributed_sbm(
         edge_index=edge_index,
         y=torch.from_numpy(y.astype(np.int64)),
     )
+    if communities_per_class > 1:
+        community = np.empty(n, dtype=np.int64)
+        for k, part in enumerate(parts):
+            community[part] = k
+        data.community = torch.from_numpy(community)
     src, dst = edge_index
     data.homophily = float((data.y[src] == data.y[dst]).float().mean()) if src.numel() else float("nan")
     return data

@@ -27,7 +27,6 @@ centralised arms on the same local model (``federated.py``); the claim check is 
 
 from __future__ import annotations
 
-from .data import make_community_sbm
 from .federated import (
     ClusteringRun,
     FedNCNConfig,
@@ -65,7 +64,6 @@ __all__ = [
     "LocalTrainConfig",
     "MendedGraph",
     "kmeans",
-    "make_community_sbm",
     "mend_links",
     "normalized_adjacency",
     "restored_share",

@@ -8,8 +8,8 @@ local-only training, at 5, 10 and 20 clients; link mending restores destroyed li
 link mending (CLM) or global knowledge sharing (GKS) hurts.
 
 Data: an attributed stochastic block model with planted communities inside the classes
-(:func:`~.data.make_community_sbm`; six classes of Dirichlet(5) sizes, four communities per class,
-mean degree 8, edge homophily 0.75 of which 0.70 inside a community, sparse binary bag-of-words
+(:func:`icml25.graphs.make_attributed_sbm` with ``communities_per_class=4``; six classes of
+Dirichlet(5) sizes, four communities per class, mean degree 8, edge homophily 0.75 of which 0.70 inside a community, sparse binary bag-of-words
 features with weak class topics) split by FedTAD's Louvain protocol into M clients (M0 = 5 judged;
 M = 10 at full and where ``client_counts`` asks). Louvain finds the communities and deals several
 to every client, so clients are label-skewed but hold 3-5 classes, as the split does on the
@@ -155,7 +155,6 @@ from icml25.graphs import clustering_metrics, louvain_partition, make_attributed
 from icml25.graphs.metrics import hungarian_match
 from icml25.graphs.partition import Partition
 
-from .data import make_community_sbm
 from .federated import (
     ClusteringRun,
     FedNCNConfig,
@@ -389,15 +388,11 @@ def _graph(cfg: FedNCNCheckConfig, seed: int) -> Any:
     """The seed's graph: planted communities inside the classes (``communities_per_class > 1``, so
     that Louvain clients hold several classes, as on the paper's graphs), or the class-level SBM
     (``communities_per_class = 1``, the earlier design, whose Louvain clients hold one or two)."""
-    if cfg.communities_per_class == 1:
-        return make_attributed_sbm(
-            cfg.n, cfg.num_classes, cfg.num_features, avg_degree=cfg.avg_degree, homophily=cfg.homophily,
-            topic_words=cfg.topic_words, p_topic=cfg.p_topic, p_background=cfg.p_background, seed=seed,
-        )  # fmt: skip
-    return make_community_sbm(
-        cfg.n, cfg.num_classes, cfg.num_features, communities_per_class=cfg.communities_per_class,
-        avg_degree=cfg.avg_degree, homophily=cfg.homophily, community_share=cfg.community_share,
-        topic_words=cfg.topic_words, p_topic=cfg.p_topic, p_background=cfg.p_background, seed=seed,
+    return make_attributed_sbm(
+        cfg.n, cfg.num_classes, cfg.num_features, avg_degree=cfg.avg_degree, homophily=cfg.homophily,
+        topic_words=cfg.topic_words, p_topic=cfg.p_topic, p_background=cfg.p_background,
+        communities_per_class=cfg.communities_per_class,
+        community_share=cfg.community_share if cfg.communities_per_class > 1 else None, seed=seed,
     )  # fmt: skip
 
 
