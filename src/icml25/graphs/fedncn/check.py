@@ -9,11 +9,12 @@ link mending (CLM) or global knowledge sharing (GKS) hurts.
 
 Data: an attributed stochastic block model with planted communities inside the classes
 (:func:`icml25.graphs.make_attributed_sbm` with ``communities_per_class=4``; six classes of
-Dirichlet(5) sizes, four communities per class, mean degree 8, edge homophily 0.75 of which 0.70 inside a community, sparse binary bag-of-words
-features with weak class topics) split by FedTAD's Louvain protocol into M clients (M0 = 5 judged;
-M = 10 at full and where ``client_counts`` asks). Louvain finds the communities and deals several
-to every client, so clients are label-skewed but hold 3-5 classes, as the split does on the
-paper's citation and co-purchase graphs. ``communities_per_class=1`` is the earlier class-level SBM
+Dirichlet(5) sizes, four communities per class, mean degree 8, edge homophily 0.75 of which 0.70
+inside a community, sparse binary bag-of-words features with weak class topics) split by FedTAD's
+Louvain protocol into M clients (M0 = 5 judged; M = 10 at full and where ``client_counts`` asks).
+Louvain finds the communities and deals several to every client, so clients are label-skewed but
+hold 3-5 classes, as the split does on the paper's citation and co-purchase graphs.
+``communities_per_class=1`` is the earlier class-level SBM
 (:func:`icml25.graphs.make_attributed_sbm`), on which every client held one or two classes.
 
 One local model for every arm: a 4-layer GCN with a feature decoder on column-standardised features
