@@ -163,6 +163,39 @@ def test_ema_warmup_follows_the_diffusers_schedule() -> None:
     assert EMA(lin, decay=0.99).current_decay() == 0.99
 
 
+def _per_tensor_ema(shadow: dict[str, torch.Tensor], module: torch.nn.Module, decay: float) -> None:
+    # the update as a per-tensor loop (the implementation before the foreach one)
+    for k, v in module.state_dict().items():
+        if k in shadow:
+            shadow[k].mul_(decay).add_(v.detach(), alpha=1 - decay)
+
+
+@pytest.mark.parametrize("keeps", [False, True])
+@pytest.mark.parametrize("warmup", [False, True])
+def test_ema_foreach_update_is_the_per_tensor_loop_bit_for_bit(keeps: bool, warmup: bool) -> None:
+    gen = torch.Generator().manual_seed(0)
+    shared_norm = torch.nn.BatchNorm1d(4)  # one tensor under several state_dict keys
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), shared_norm, torch.nn.Linear(4, 4), shared_norm)
+    ema = EMA(model, decay=0.9, warmup=warmup, module_keeps_tensors=keeps)
+    ref = {k: v.detach().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+    model.train()
+    for _ in range(7):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=gen))
+            model(torch.randn(8, 3, generator=gen))  # moves the BatchNorm statistics in place
+        _per_tensor_ema(ref, model, ema.current_decay())
+        ema.update(model)
+    assert ref.keys() == ema.shadow.keys()
+    assert all(torch.equal(ref[k], ema.shadow[k]) for k in ref)
+    other = torch.nn.Sequential(torch.nn.Linear(3, 4), shared_norm, torch.nn.Linear(4, 4), shared_norm)
+    _per_tensor_ema(ref, other, ema.current_decay())  # another module: looked up through its state_dict
+    ema.update(other)
+    assert all(torch.equal(ref[k], ema.shadow[k]) for k in ref)
+    with pytest.raises(ValueError, match="lacks"):
+        ema.update(torch.nn.Linear(3, 4))
+
+
 def test_bad_input() -> None:
     with pytest.raises(ValueError, match="T"):
         beta_schedule("linear", 0)
