@@ -27,7 +27,15 @@ from .data import (
     turing_st_dataset,
 )
 from .graph import AdaptiveGraph, build_adaptive_graph, coarse_edge_lengths, knn_edges, voxel_cluster
-from .metrics import ChamferMetrics, chamfer_distances, chamfer_metrics, w1_flattened, w1_matched_costs
+from .metrics import (
+    ChamferMetrics,
+    chamfer_distances,
+    chamfer_metrics,
+    covariance_error,
+    energy_distance,
+    w1_flattened,
+    w1_matched_costs,
+)
 from .model import NCGN, NCGNConfig, NCGNVelocity
 from .schedule import (
     GraphSchedule,
@@ -55,6 +63,8 @@ __all__ = [
     "chamfer_metrics",
     "w1_flattened",
     "w1_matched_costs",
+    "energy_distance",
+    "covariance_error",
     "NCGN",
     "NCGNConfig",
     "NCGNVelocity",
