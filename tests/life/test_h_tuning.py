@@ -30,6 +30,7 @@ from icml25.life.h_tuning import (
     low_label_split,
     make_adamw,
     merge_lora,
+    merged_lora,
     mix_gradients,
     multilabel_metrics,
     perturb_,
@@ -195,6 +196,70 @@ def test_lora_merge_gives_identical_outputs():
     assert isinstance(merged, ECGNet)
     assert not any("lora" in n for n, _ in merged.named_parameters())
     torch.testing.assert_close(before, after, atol=1e-5, rtol=1e-5)
+
+
+def test_merged_lora_is_the_same_function_and_restores_the_weights_bit_for_bit():
+    pm = add_lora(_net(), rank=2)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)  # non-zero update
+    x, _ = _batch()
+    pm.eval()
+    state = {k: v.clone() for k, v in pm.state_dict().items()}
+    with torch.no_grad():
+        before = pm(x)
+        with merged_lora(pm):
+            inside = pm(x)
+            changed = [k for k, v in pm.state_dict().items() if not torch.equal(v, state[k])]
+        after = pm(x)
+    assert changed, "the base weights must carry the LoRA update inside the block"
+    torch.testing.assert_close(inside, before, atol=1e-5, rtol=1e-5)
+    for k, v in pm.state_dict().items():
+        assert torch.equal(v, state[k]), k  # restored exactly, not by subtracting the update
+    assert torch.equal(after, before)
+    with pytest.raises(RuntimeError, match="boom"), merged_lora(pm):
+        raise RuntimeError("boom")
+    assert all(torch.equal(v, state[k]) for k, v in pm.state_dict().items())
+    plain = _net()
+    with merged_lora(plain) as same:  # no LoRA layers: nothing changes
+        assert same is plain
+    with pytest.raises(TypeError, match="model"), merged_lora("net"):  # type: ignore[arg-type]
+        pass
+
+
+def test_mezo_step_moves_every_trainable_tensor_by_the_spsa_estimate():
+    x, y = _batch(b=6, length=64)
+    eps = 1e-3
+    pm = add_lora(_net(), rank=2)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    ref = copy.deepcopy(pm)
+    opt = torch.optim.SGD([p for p in pm.parameters() if p.requires_grad], lr=1.0)
+    tuner = MeZOTuner(pm, opt, None, zo_eps=eps, seed=3)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=torch.Generator().manual_seed(3)))
+    before = {n: p.detach().clone() for n, p in pm.named_parameters() if p.requires_grad}
+    tuner.step(x, y)
+    names = [n for n, p in ref.named_parameters() if p.requires_grad]
+    params = dict(ref.named_parameters())
+    gen = torch.Generator().manual_seed(seed)
+    z = {n: torch.randn(params[n].shape, generator=gen) for n in names}
+    for m in ref.modules():  # ZO passes: norms train, the rest eval; LoRA unmerged here
+        m.training = isinstance(m, torch.nn.BatchNorm1d | torch.nn.LayerNorm)
+    with torch.no_grad():
+        for n in names:
+            params[n].add_(eps * z[n])
+        lp = F.binary_cross_entropy_with_logits(ref(x), y)
+        for n in names:
+            params[n].sub_(2 * eps * z[n])
+        lm = F.binary_cross_entropy_with_logits(ref(x), y)
+    proj = float((lp - lm) / (2 * eps))
+    for n in names:
+        torch.testing.assert_close(
+            before[n] - dict(pm.named_parameters())[n], proj * z[n], atol=1e-3 * abs(proj) + 1e-6, rtol=1e-3
+        )
 
 
 # ------------------------------------------------------------------------------------------ ZO estimate
@@ -580,3 +645,24 @@ def test_kept_model_predicts_each_split_once(monkeypatch):
     fitted.split_proba(data, "va")
     fitted.split_proba(data, "va")
     assert calls == [4, 2]  # test once, validation once
+
+
+def test_memo_teacher_computes_each_batch_once_and_returns_the_same_logits():
+    from icml25.life.h_tuning.check import _MemoTeacher
+
+    calls = []
+    net = _net().eval()
+    net.register_forward_hook(lambda *_: calls.append(1))
+    memo = _MemoTeacher(net).eval()
+    x, _ = _batch()
+    with torch.no_grad():
+        first = memo(x)
+        again = memo(x.clone())
+        other = memo(x + 1.0)
+        torch.testing.assert_close(first, net(x), atol=0, rtol=0)
+    assert torch.equal(first, again) and not torch.equal(first, other)
+    assert len(calls) == 3  # x once, x + 1 once, the direct call once
+    memo.train()
+    with torch.no_grad():
+        memo(x)
+    assert len(calls) == 4  # a training-mode pass is never remembered

@@ -46,7 +46,15 @@ from .data import (
     low_label_split,
     simulate_ecg_dataset,
 )
-from .model import ECGNet, add_lora, lora_target_modules, merge_lora, trainable_parameters, unwrap_model
+from .model import (
+    ECGNet,
+    add_lora,
+    lora_target_modules,
+    merge_lora,
+    merged_lora,
+    trainable_parameters,
+    unwrap_model,
+)
 from .tuning import (
     BPTuner,
     FineTuneResult,
@@ -91,6 +99,7 @@ __all__ = [
     "low_label_split",
     "make_adamw",
     "merge_lora",
+    "merged_lora",
     "mix_gradients",
     "model_bytes",
     "macro_average_precision",

@@ -109,6 +109,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -606,6 +607,27 @@ def macro_ap_points(rows: np.ndarray) -> float:
     return 100.0 * _macro_ap(rows[:, :k] > 0.5, rows[:, k:])  # rows are ours: no re-validation
 
 
+class _MemoTeacher(nn.Module):
+    """A frozen teacher whose eval-mode logits are remembered per input batch (keyed by the batch's
+    bytes). Every learning rate of the distilled student's sweep draws the same batches (same seed,
+    same CutMix draws), so each batch's teacher logits are computed once per seed instead of once
+    per rate: the same numbers, half the teacher passes."""
+
+    def __init__(self, teacher: nn.Module) -> None:
+        super().__init__()
+        self.teacher = teacher
+        self._memo: dict[tuple[tuple[int, ...], bytes], torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training or torch.is_grad_enabled():  # only frozen, eval-mode passes are remembered
+            return self.teacher(x)
+        xc = x.detach().contiguous()
+        key = (tuple(xc.shape), hashlib.blake2b(xc.numpy().tobytes(), digest_size=16).digest())
+        if key not in self._memo:
+            self._memo[key] = self.teacher(xc).detach().clone()
+        return self._memo[key]
+
+
 @dataclass
 class _SeedData:
     cfg: HTuningCheckConfig
@@ -618,6 +640,13 @@ class _SeedData:
     student_pre: ECGNet
     pretrain_seconds: float
     ctx: RunContext
+    teachers: dict[int, _MemoTeacher] = dataclasses.field(default_factory=dict)
+
+    def memo_teacher(self, teacher: nn.Module) -> _MemoTeacher:
+        """``teacher`` with its logits remembered per batch, shared by every rate of this seed's sweep."""
+        if id(teacher) not in self.teachers:
+            self.teachers[id(teacher)] = _MemoTeacher(teacher)
+        return self.teachers[id(teacher)]
 
     def val_ap(self, model: nn.Module) -> float:
         # macro-AP alone (equal to scikit-learn's, tested): run at every checkpoint of every fit
@@ -846,7 +875,7 @@ def _fit(
 ) -> _Fitted:
     cfg = data.cfg
     pre = data.teacher_pre if arm in TEACHER_ARMS else data.student_pre
-    teacher = earlier["htuning"].model.model if arm == "student_kd" else None
+    teacher = data.memo_teacher(earlier["htuning"].model.model) if arm == "student_kd" else None
     lr = float(setting["lr"])
     tuner = _make_tuner(arm, pre, cfg, lr, data.y.shape[1], seed)
 

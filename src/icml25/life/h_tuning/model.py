@@ -29,6 +29,8 @@ Notation: b batch, c leads (12), l samples, d width, n tokens (l / 64).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -38,7 +40,15 @@ from torch import Tensor, nn
 from icml25.core.validate import check_finite_tensor, check_positive
 from icml25.nn import TransformerBlock, sinusoidal_embedding
 
-__all__ = ["ECGNet", "add_lora", "merge_lora", "unwrap_model", "lora_target_modules", "trainable_parameters"]
+__all__ = [
+    "ECGNet",
+    "add_lora",
+    "merge_lora",
+    "merged_lora",
+    "unwrap_model",
+    "lora_target_modules",
+    "trainable_parameters",
+]
 
 
 class _ResidualBlock(nn.Module):
@@ -202,6 +212,43 @@ def merge_lora(model: nn.Module) -> ECGNet:
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()  # type: ignore[operator]
     return unwrap_model(model)
+
+
+@contextmanager
+def merged_lora(model: nn.Module) -> Iterator[nn.Module]:
+    """Fold every LoRA update into its base weight, W + s B A (Sec. 3.1), for the duration of the
+    block, then restore the base weights bit for bit (copied back, not subtracted).
+
+    For forward passes without gradients (H-Tuning's and MeZO's zeroth-order passes, validation):
+    a merged conv layer is one convolution instead of three (base, ``lora_A``, ``lora_B``), the same
+    function up to floating-point round-off. Gradients do not reach the LoRA tensors inside the block.
+    A model without (unmerged) ``peft`` LoRA layers passes through unchanged.
+
+    Raises:
+        TypeError: ``model`` is not an ``nn.Module``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    try:
+        from peft.tuners.lora import LoraLayer
+    except ImportError:  # no peft: no LoRA layers to merge
+        yield model
+        return
+    layers: list[Any] = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.merged]
+    saved: list[tuple[Any, Tensor]] = []
+    try:
+        with torch.no_grad():
+            for layer in layers:
+                weight = layer.get_base_layer().weight
+                saved.append((layer, weight.detach().clone()))
+                layer.merge()
+        yield model
+    finally:
+        with torch.no_grad():
+            for layer, original in saved:
+                if layer.merged:
+                    layer.unmerge()  # resets peft's merged flag; the weight is then copied back exactly
+                layer.get_base_layer().weight.copy_(original)
 
 
 def trainable_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:

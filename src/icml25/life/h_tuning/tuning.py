@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from icml25.core.validate import check_fields, check_finite_tensor, check_in_range, check_positive
 
 from .data import cutmix_time
-from .model import unwrap_model
+from .model import merged_lora, unwrap_model
 
 __all__ = [
     "HTuningConfig",
@@ -159,10 +159,24 @@ def _split_params(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Paramet
     return [p for p in trainable if id(p) not in head_ids], [p for p in trainable if id(p) in head_ids]
 
 
-def _set_modes(model: nn.Module, *, norm_train: bool, other_train: bool) -> None:
+def _module_groups(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module]]:
+    """(normalisation modules, every other module) of ``model``, listed once per tuner."""
+    norms: list[nn.Module] = []
+    others: list[nn.Module] = []
     for m in model.modules():
         is_norm = isinstance(m, nn.modules.batchnorm._BatchNorm | nn.LayerNorm | nn.GroupNorm)
-        m.training = norm_train if is_norm else other_train
+        (norms if is_norm else others).append(m)
+    return norms, others
+
+
+def _set_modes(
+    groups: tuple[list[nn.Module], list[nn.Module]], *, norm_train: bool, other_train: bool
+) -> None:
+    norms, others = groups
+    for m in norms:
+        m.training = norm_train
+    for m in others:
+        m.training = other_train
 
 
 class Tuner:
@@ -212,14 +226,20 @@ class MeZOTuner(Tuner):
         check_positive("zo_eps", zo_eps)
         self.zo_eps = zo_eps
         self._gen = torch.Generator().manual_seed(int(seed))
+        self._groups = _module_groups(model)
 
     def step(self, x: Tensor, y: Tensor, soft: Tensor | None = None) -> float:
         _check_batch(x, y, self.model)
         params = [p for p in self.model.parameters() if p.requires_grad]
         seed = int(torch.randint(2**31 - 1, (1,), generator=self._gen))
-        _set_modes(self.model, norm_train=True, other_train=False)
+        _set_modes(self._groups, norm_train=True, other_train=False)
+
+        def loss() -> float:  # LoRA merged into the weights: the same function, one conv per layer
+            with merged_lora(self.model):
+                return float(_bce(self.model(x), y))
+
         with torch.no_grad():
-            proj = spsa_projected_gradient(lambda: float(_bce(self.model(x), y)), params, seed, self.zo_eps)
+            proj = spsa_projected_gradient(loss, params, seed, self.zo_eps)
         for p, z in zip(params, _regenerate(params, seed), strict=True):
             p.grad = proj * z
         self._finish()
@@ -238,6 +258,7 @@ class HybridTuner(Tuner):
         self._gen = torch.Generator().manual_seed(int(seed))
         self.backbone, self.head_params = _split_params(model)
         self.last_proj_grad = 0.0
+        self._groups = _module_groups(model)
 
     def step(self, x: Tensor, y: Tensor, soft: Tensor | None = None) -> float:
         _check_batch(x, y, self.model)
@@ -245,13 +266,14 @@ class HybridTuner(Tuner):
         net = unwrap_model(self.model)
         seed = int(torch.randint(2**31 - 1, (1,), generator=self._gen))
         self.optimizer.zero_grad(set_to_none=True)
-        # 1. ZO passes: norms in train mode, everything else in eval mode (official ``ho_step``)
-        _set_modes(self.model, norm_train=True, other_train=False)
+        # 1. ZO passes: norms in train mode, everything else in eval mode (official ``ho_step``);
+        # without gradients the LoRA updates are merged into the weights (the same function)
+        _set_modes(self._groups, norm_train=True, other_train=False)
         perturb_(self.backbone, seed, cfg.zo_eps)
-        with torch.no_grad():
+        with torch.no_grad(), merged_lora(self.model):
             loss_plus = float(_bce(net(x), y))
         perturb_(self.backbone, seed, -2 * cfg.zo_eps)
-        with torch.no_grad():
+        with torch.no_grad(), merged_lora(self.model):
             feats = net.features(x)
         loss_minus_t = _bce(net.head(feats.detach()), y)  # exact full-batch head gradient
         loss_minus_t.backward()
@@ -264,7 +286,7 @@ class HybridTuner(Tuner):
         self.last_proj_grad = proj
         # 2. back-propagation on the first bp_batch samples, BatchNorm frozen
         self.optimizer.zero_grad(set_to_none=True)
-        _set_modes(self.model, norm_train=False, other_train=True)
+        _set_modes(self._groups, norm_train=False, other_train=True)
         b = min(cfg.bp_batch, x.shape[0])
         loss_bp = _bce(self.model(x[:b]), y[:b])
         loss_bp.backward()
@@ -285,16 +307,19 @@ def distillation_loss(student_logits: Tensor, y: Tensor, teacher_prob: Tensor) -
     return _bce(student_logits, y) + _bce(student_logits, teacher_prob)
 
 
-@torch.no_grad()
 def predict_proba(model: nn.Module, x: np.ndarray | Tensor, batch_size: int = 256) -> np.ndarray:
-    """Sigmoid probabilities ``(n, C)`` in eval mode, in batches."""
+    """Sigmoid probabilities ``(n, C)`` in eval mode, in batches (LoRA updates merged for the
+    duration: :func:`icml25.life.h_tuning.model.merged_lora`)."""
     check_positive("batch_size", batch_size, integer=True)
     xt = torch.as_tensor(x)
     check_finite_tensor("x", xt, ndim=3, floating=True)
     was = model.training
     model.eval()
-    out = [torch.sigmoid(model(xt[i : i + batch_size])) for i in range(0, len(xt), batch_size)]
-    model.train(was)
+    try:
+        with merged_lora(model), torch.inference_mode():
+            out = [torch.sigmoid(model(xt[i : i + batch_size])) for i in range(0, len(xt), batch_size)]
+    finally:
+        model.train(was)
     return torch.cat(out).numpy()
 
 
