@@ -609,6 +609,39 @@ def test_small_preset_compares_on_nine_times_the_data_with_the_few_image_arms_be
     assert check_data(config) is data  # fixed for every seed and arm
 
 
+@pytest.mark.parametrize("kind", ["tarflow", "coupling"])
+def test_a_training_run_is_the_same_in_a_worker(kind: str) -> None:
+    """The runs the workers train are pure functions of (config, kind, subset, lr, seed): the weights a
+    worker sends back, loaded into a fresh model, equal a run trained here, and the caller's RNG is
+    left alone."""
+    from icml25.generative.tarflow.check import CHECK, _from_worker, _train, _train_in_worker
+
+    config = dataclasses.replace(CHECK.config("tiny"), steps=4, eval_every=2)
+    threads = torch.get_num_threads()
+    try:
+        here = _train(config, kind, "few", 1e-3, 3)
+        sent = _train_in_worker(config, kind, "few", 1e-3, 3)
+        torch.manual_seed(123)
+        before = torch.rand(3)
+        torch.manual_seed(123)
+        there = _from_worker(config, kind, sent)
+        assert torch.equal(torch.rand(3), before)
+    finally:
+        torch.set_num_threads(threads)
+    assert there.result.train_bpd == here.result.train_bpd
+    for (name, a), (_, b) in zip(
+        here.model.state_dict().items(), there.model.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name
+
+
+def test_workers_must_be_positive() -> None:
+    from icml25.generative.tarflow.check import TarFlowCheckConfig
+
+    with pytest.raises(ValueError, match="workers"):
+        TarFlowCheckConfig(workers=0)
+
+
 def test_three_training_set_sizes_are_nested_draws_from_the_family() -> None:
     """Round 6 of issue 41: a third size between the two, from the same fixed draw, so the 1293 images
     of the _few arms are within the 3879 of the _mid arms, which are within all 11,637."""

@@ -210,6 +210,7 @@ class TarFlowCheckConfig:
     label_drop: float = 0.1
     guidance_weights: tuple[float, ...] = (0.0, 1.0, 2.0)
     samples_per_class: int = 100
+    workers: int = 2  # training runs in this many single-threaded processes (1: all in this process)
 
     def __post_init__(self) -> None:
         check_fields(
@@ -222,6 +223,7 @@ class TarFlowCheckConfig:
                 "cond_steps",
                 "samples_per_class",
                 "n_few",
+                "workers",
             ),
             non_negative_int=("n_train", "n_test", "sweep_seed", "max_shift", "n_mid"),
             non_negative=("warmup_epochs",),
@@ -554,38 +556,109 @@ def _build(config: TarFlowCheckConfig, kind: str) -> TarFlow | CouplingFlow:
 def _train(
     config: TarFlowCheckConfig,
     kind: str,
-    x_train: torch.Tensor,
+    subset: str,
     lr: float,
     seed: int,
-    ctx: RunContext,
-    name: str,
+    progress: Any = None,
 ) -> Trained:
+    """One training run: a pure function of its arguments (the model is built right after seeding
+    the global RNG; batches and noise come from the run's own generator), so it gives the same model
+    in a worker process as here."""
     data = check_data(config)
     torch.manual_seed(seed)
     model = _build(config, kind)
     t0 = time.perf_counter()
     res = train_flow(
         model,
-        x_train,
+        data.subset(subset),
         num_levels=data.num_levels,
         config=config.train(lr, n_images=len(data.x_train)),  # one schedule for every size
         seed=seed,
         x_val=data.x_val,
-        progress=lambda step, total: ctx.progress(f"train {name} lr={lr:g}", step, total),
+        progress=progress,
     )
     return Trained(model=model.eval(), result=res, lr=lr, seconds=time.perf_counter() - t0)
+
+
+def _train_in_worker(
+    config: TarFlowCheckConfig, kind: str, subset: str, lr: float, seed: int
+) -> tuple[dict[str, torch.Tensor], TrainResult, float, float]:
+    """:func:`_train` in a worker process at one thread; returns the weights (not the module)."""
+    torch.set_num_threads(1)
+    run = _train(config, kind, subset, lr, seed)
+    state = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+    return state, run.result, run.lr, run.seconds
+
+
+def _from_worker(
+    config: TarFlowCheckConfig, kind: str, out: tuple[dict[str, torch.Tensor], TrainResult, float, float]
+) -> Trained:
+    state, result, lr, seconds = out
+    with torch.random.fork_rng(devices=[]):  # building draws initial weights: leave the caller's RNG alone
+        model = _build(config, kind)
+    model.load_state_dict(state)
+    return Trained(model=model.eval(), result=result, lr=lr, seconds=seconds)
+
+
+#: (kind, subset, lr, seed): one training run
+Job = tuple[str, str, float, int]
+
+
+class _Runs:
+    """The training runs of one check run: finished ones, and (``workers`` > 1) queued ones."""
+
+    def __init__(self) -> None:
+        self.done: dict[Job, Trained] = {}
+        self.queued: dict[Job, Any] = {}
+        self.pool: Any = None
+
+    def submit(self, config: TarFlowCheckConfig, jobs: Sequence[Job]) -> None:
+        """Queue every job that is neither finished nor queued (nothing happens at ``workers`` = 1)."""
+        if config.workers <= 1:
+            return
+        if self.pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(config.workers, mp_context=mp.get_context("spawn"))
+        for job in dict.fromkeys(jobs):
+            if job not in self.done and job not in self.queued:
+                self.queued[job] = self.pool.submit(_train_in_worker, config, *job)
+
+    def get(self, config: TarFlowCheckConfig, job: Job, ctx: RunContext, name: str) -> Trained:
+        """The finished run of ``job``: awaited if queued, else trained here."""
+        if job not in self.done:
+            fut = self.queued.pop(job, None)
+            if fut is not None:
+                ctx.progress(f"train {name} lr={job[2]:g} (worker)", 0, 1)
+                self.done[job] = _from_worker(config, job[0], fut.result())
+            else:
+                self.done[job] = _train(
+                    config,
+                    *job,
+                    progress=lambda step, total: ctx.progress(f"train {name} lr={job[2]:g}", step, total),
+                )
+        return self.done[job]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
+        self.queued = {}
+        self.done = {}
 
 
 def item_bpd(model: Any, config: TarFlowCheckConfig, seed: int) -> np.ndarray:
     """Per test digit: mean bits/dim over its translates and ``n_dequant`` dequantisation draws."""
     data = check_data(config)
-    bpd = bits_per_dim(
-        model,
-        data.x_test,
-        num_levels=data.num_levels,
-        n_dequant=config.n_dequant,
-        generator=torch.Generator().manual_seed(seed * 100 + 7),
-    )
+    with torch.inference_mode():
+        bpd = bits_per_dim(
+            model,
+            data.x_test,
+            num_levels=data.num_levels,
+            n_dequant=config.n_dequant,
+            generator=torch.Generator().manual_seed(seed * 100 + 7),
+        )
     return bpd.reshape(-1, data.per_item).mean(1).numpy().astype(float)
 
 
@@ -607,22 +680,27 @@ def _evaluate(trained: Trained, config: TarFlowCheckConfig, seed: int) -> tuple[
     return metrics, items
 
 
-# The sweep of one run (keyed by the run's directory and config): every model kind at every rate on
-# ``sweep_seed`` with all the training data; the chosen runs double as that seed's results.
-_SWEEPS: dict[tuple[str, TarFlowCheckConfig], dict[str, dict[float, Trained]]] = {}
-
-
-def lr_sweep(config: TarFlowCheckConfig, ctx: RunContext) -> dict[str, dict[float, Trained]]:
-    """Every model kind trained at every rate of ``config.lrs`` on ``config.sweep_seed`` (full budget)."""
-    key = (str(ctx.run_dir), config)
-    if key not in _SWEEPS:
-        _SWEEPS.clear()  # one run at a time: never keep an earlier run's models
-        x_train = check_data(config).x_train
-        _SWEEPS[key] = {
-            kind: {lr: _train(config, kind, x_train, lr, config.sweep_seed, ctx, kind) for lr in config.lrs}
+def lr_sweep(
+    config: TarFlowCheckConfig, ctx: RunContext, runs: _Runs | None = None
+) -> dict[str, dict[float, Trained]]:
+    """Every model kind trained at every rate of ``config.lrs`` on ``config.sweep_seed`` with all the
+    training data (full budget); the chosen runs double as that seed's results. ``runs`` holds the
+    check run's training runs (queued on its workers); without it they train here."""
+    own = runs is None
+    runs = _Runs() if runs is None else runs
+    jobs = [(kind, "all", float(lr), config.sweep_seed) for kind in config.kinds for lr in config.lrs]
+    try:
+        runs.submit(config, jobs)
+        return {
+            kind: {
+                lr: runs.get(config, (kind, "all", float(lr), config.sweep_seed), ctx, kind)
+                for lr in config.lrs
+            }
             for kind in config.kinds
         }
-    return _SWEEPS[key]
+    finally:
+        if own:
+            runs.close()
 
 
 def choose_lr(runs: dict[float, Trained]) -> float:
@@ -658,6 +736,7 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
             cond_steps=5,
             guidance_weights=(0.0, 1.0),
             samples_per_class=2,
+            workers=1,
         ),
         "small": TarFlowCheckConfig(),
         # The official MNIST notebook's TarFlow (width 128, head dim 64, 4 blocks x 4 layers) with the
@@ -676,9 +755,43 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
             conditional=True,
             cond_steps=2000,
             eval_every=20,
+            workers=1,
         ),
     }
     default_seeds = {"tiny": 1, "small": 2, "full": 3}
+
+    def __init__(self) -> None:
+        self._runs = _Runs()
+        self._planned_seeds: tuple[int, ...] = ()
+
+    def run(
+        self,
+        scale: str = "small",
+        *,
+        seeds: Sequence[int] | None = None,
+        n_seeds: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """:meth:`ClaimCheck.run`, remembering the seeds so that every seed's training runs can be queued
+        on the workers as soon as their learning rates are known."""
+        if seeds is not None:
+            planned = list(seeds)
+        else:
+            count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
+            planned = list(range(count)) if isinstance(count, int) and count >= 1 else []
+        self._planned_seeds = tuple(int(s) for s in planned if isinstance(s, int | np.integer))
+        try:
+            return super().run(scale, seeds=seeds, n_seeds=n_seeds, **kwargs)
+        finally:
+            self._planned_seeds = ()
+
+    def begin_run(self, config: TarFlowCheckConfig) -> None:
+        """A fresh set of training runs (and learning-rate sweep) for every run."""
+        self._runs.close()
+
+    def end_run(self) -> None:
+        """Shut the workers down (cancelling queued runs) and drop the trained models."""
+        self._runs.close()
 
     def run_seed(self, config: TarFlowCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         data = check_data(config)
@@ -688,9 +801,17 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
 
         # -- the learning-rate sweep (seed ``sweep_seed``, validation split, the same for every model) ----
         ctx.progress("lr sweep", 0, 1)
-        sweep = lr_sweep(config, ctx)
+        sweep = lr_sweep(config, ctx, self._runs)
         ctx.progress("lr sweep", 1, 1)
         chosen = {kind: choose_lr(sweep[kind]) for kind in config.kinds}
+        # queue this seed's and every later planned seed's runs (the workers train while this one evaluates)
+        later = [s for s in self._planned_seeds if s > seed] if seed in self._planned_seeds else []
+        jobs: list[Job] = []
+        for s in (seed, *later):
+            for arm in config.arms:
+                kind, subset = ARM_SPECS[arm]
+                jobs.append((kind, subset, float(chosen[kind]), s))
+        self._runs.submit(config, jobs)
         series["sweep"] = {
             kind: {f"{lr:g}": sweep[kind][lr].result.best_val_bpd for lr in config.lrs}
             for kind in config.kinds
@@ -703,7 +824,7 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
             if subset == "all" and seed == config.sweep_seed:
                 run = sweep[kind][chosen[kind]]
             else:
-                run = _train(config, kind, x, chosen[kind], seed, ctx, arm)
+                run = self._runs.get(config, (kind, subset, float(chosen[kind]), seed), ctx, arm)
             metrics[arm], arm_items = _evaluate(run, config, seed)
             items[arm] = {"test_bpd": arm_items}
             metrics[arm]["n_train_images"] = float(len(x))
