@@ -95,6 +95,13 @@ MERGES = ("iso_c", "iso_cts", "task_arithmetic", "ties", "tsv_m", "average")
 ARMS = (*MERGES, "finetuned", "base")
 
 
+_SVD_DTYPES: dict[str, torch.dtype | None] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "auto": None,
+}
+
+
 @dataclass(frozen=True)
 class IsoMergingCheckConfig:
     """One claim-check configuration.
@@ -116,6 +123,9 @@ class IsoMergingCheckConfig:
         alphas: the merge-coefficient grid shared by every merged arm.
         ties_density: TIES's kept fraction (paper default 0.2).
         common_space_fraction: Iso-CTS's f (paper default 0.8).
+        svd_dtype: precision of every SVD in the merges and SAR: ``"float32"`` (the official code's:
+            its task vectors are float32), ``"float64"``, or ``"auto"`` (the library default:
+            float64 up to 10⁶ entries, the earlier setting of this check).
         ta_effect: smallest effect of interest (normalised accuracy) of the Iso arms over task
             arithmetic and TIES.
         tsv_margin: non-inferiority margin of the Iso arms against TSV-M.
@@ -138,6 +148,7 @@ class IsoMergingCheckConfig:
     alphas: tuple[float, ...] = (0.2, 0.4, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0)
     ties_density: float = 0.2
     common_space_fraction: float = 0.8
+    svd_dtype: str = "float32"
     ta_effect: float = 0.05
     tsv_margin: float = 0.02
     sar_effect: float = 0.02
@@ -172,6 +183,10 @@ class IsoMergingCheckConfig:
             )
         if not 0 < self.ties_density <= 1 or not 0 < self.common_space_fraction <= 1:
             raise ValueError("IsoMergingCheckConfig.ties_density and common_space_fraction must be in (0, 1]")
+        if self.svd_dtype not in _SVD_DTYPES:
+            raise ValueError(
+                f"IsoMergingCheckConfig.svd_dtype must be one of {tuple(_SVD_DTYPES)}, got {self.svd_dtype!r}"
+            )
         if self.model.startswith("openai:"):
             raise ValueError("IsoMergingCheckConfig.model: merging needs local weights, not an endpoint")
 
@@ -447,12 +462,15 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
         metrics["finetuned"]["ft_steps"] = statistics.fmean(len(v) for v in series["train_loss"].values())
         ctx.log("fine-tuned test acc " + ", ".join(f"{t} {a:.3f}" for t, a in ft_test.items()))
         ctx.log("base test acc " + ", ".join(f"{t} {a:.3f}" for t, a in base_test.items()))
+        svd_dtype = _SVD_DTYPES[config.svd_dtype]
         builders = {
-            "iso_c": lambda: merge_iso_c(tvs),
-            "iso_cts": lambda: merge_iso_cts(tvs, common_space_fraction=config.common_space_fraction),
+            "iso_c": lambda: merge_iso_c(tvs, svd_dtype=svd_dtype),
+            "iso_cts": lambda: merge_iso_cts(
+                tvs, common_space_fraction=config.common_space_fraction, svd_dtype=svd_dtype
+            ),
             "task_arithmetic": lambda: merge_task_arithmetic(tvs),
             "ties": lambda: merge_ties(tvs, density=config.ties_density),
-            "tsv_m": lambda: merge_tsv_m(tvs),
+            "tsv_m": lambda: merge_tsv_m(tvs, svd_dtype=svd_dtype),
             "average": lambda: merge_average(tvs),
         }
         for j, arm in enumerate(MERGES):
@@ -467,7 +485,7 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             series["val_norm_acc"][arm] = {f"{a:g}": v for a, v in val_scores.items()}
             _load(model, {n: base[n] + best * delta[n] for n in names})
             m = record(arm, test_rows())
-            sars = mean_sar(tvs, delta)
+            sars = mean_sar(tvs, delta, svd_dtype=svd_dtype)
             m.update(alpha=best, sar=statistics.fmean(sars), val_norm_acc=val_scores[best])
             m.update({f"sar_{t}": s for t, s in zip(config.tasks, sars, strict=True)})
             metrics[arm] = m

@@ -264,9 +264,20 @@ def _ties_flat(flat: Tensor, density: float) -> Tensor:
     return (trimmed * agree).sum(0) / count
 
 
-def _svd(m: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    dtype = torch.float64 if m.numel() <= 1_000_000 else torch.float32
-    u, s, vh = torch.linalg.svd(m.to(dtype), full_matrices=False)
+def _svd_dtype(m: Tensor, svd_dtype: torch.dtype | None) -> torch.dtype:
+    """The SVD's dtype: ``svd_dtype``, or by default float64 up to 10⁶ entries, else float32."""
+    if svd_dtype is not None:
+        return svd_dtype
+    return torch.float64 if m.numel() <= 1_000_000 else torch.float32
+
+
+def _check_svd_dtype(svd_dtype: torch.dtype | None) -> None:
+    if svd_dtype is not None and svd_dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"svd_dtype must be None, torch.float32 or torch.float64, got {svd_dtype!r}")
+
+
+def _svd(m: Tensor, svd_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    u, s, vh = torch.linalg.svd(m.to(_svd_dtype(m, svd_dtype)), full_matrices=False)
     return u, s, vh
 
 
@@ -295,17 +306,20 @@ def merge_iso_c(
     *,
     is_matrix: MatrixPredicate = is_matrix_param,
     exclude: Sequence[str] = OFFICIAL_EXCLUDE,
+    svd_dtype: torch.dtype | None = None,
 ) -> dict[str, Tensor]:
     """Iso-C (Section 4.1, Eq. 6): ``σ̄ U Vᵀ`` from the SVD ``U Σ Vᵀ`` of ``Σ_t Δ_t``, σ̄ = mean(diag Σ).
 
     Matrices are the 2-D tensors accepted by ``is_matrix`` and not containing any ``exclude``
-    substring; every other tensor is averaged over tasks.
+    substring; every other tensor is averaged over tasks. ``svd_dtype``: the SVDs' precision
+    (default float64 up to 10⁶ entries, else float32; the official code runs float32).
     """
+    _check_svd_dtype(svd_dtype)
     mats, others = _split(task_vecs, is_matrix, exclude)
     out = {k: torch.stack([tv[k].float() for tv in task_vecs]).mean(0) for k in others}
     for k in mats:
         m = torch.stack([tv[k].float() for tv in task_vecs]).sum(0)
-        u, s, vh = _svd(m)
+        u, s, vh = _svd(m, svd_dtype)
         out[k] = (s.mean() * (u @ vh)).to(torch.float32)
     return {k: out[k] for k in task_vecs[0]}
 
@@ -324,6 +338,7 @@ def merge_iso_cts(
     common_space_fraction: float = 0.8,
     is_matrix: MatrixPredicate = is_matrix_param,
     exclude: Sequence[str] = OFFICIAL_EXCLUDE,
+    svd_dtype: torch.dtype | None = None,
 ) -> dict[str, Tensor]:
     """Iso-CTS (Section 4.2, Algorithm 1): common plus task-specific subspaces, isotropic scaling.
 
@@ -334,7 +349,9 @@ def merge_iso_cts(
 
     Args:
         common_space_fraction: f in (0, 1] (paper default 0.8).
+        svd_dtype: the SVDs' precision (as in :func:`merge_iso_c`).
     """
+    _check_svd_dtype(svd_dtype)
     f = common_space_fraction
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < float(f) <= 1.0:
         raise ValueError(f"common_space_fraction must be in (0, 1], got {f!r}")
@@ -343,7 +360,7 @@ def merge_iso_cts(
     out = {k: torch.stack([tv[k].float() for tv in task_vecs]).mean(0) for k in others}
     for name in mats:
         m = torch.stack([tv[name].float() for tv in task_vecs]).sum(0)
-        u, s, vh = _svd(m)
+        u, s, vh = _svd(m, svd_dtype)
         r = s.shape[0]
         k, st = _cts_sizes(r, n_tasks, float(f))
         if st == 0:
@@ -370,6 +387,7 @@ def merge_tsv_m(
     *,
     is_matrix: MatrixPredicate = is_matrix_param,
     exclude: Sequence[str] = OFFICIAL_EXCLUDE,
+    svd_dtype: torch.dtype | None = None,
 ) -> dict[str, Tensor]:
     """TSV-M, Task Singular Vectors merging (Gargiulo et al., CVPR 2025; a baseline in the paper's
     Tables 1-3).
@@ -383,15 +401,16 @@ def merge_tsv_m(
     tasks' matrices already have mutually orthogonal left and right subspaces of rank ≤ k, this is
     exactly their sum (task arithmetic). Tensors that are not matrices are averaged. Like every merge
     here the result is a direction Δ, scaled by α in :func:`apply_merge` (the reference code sums
-    the triplets and then searches α on validation data).
+    the triplets and then searches α on validation data). ``svd_dtype``: as in :func:`merge_iso_c`.
     """
+    _check_svd_dtype(svd_dtype)
     mats, others = _split(task_vecs, is_matrix, exclude)
     n_tasks = len(task_vecs)
     out = {k: torch.stack([tv[k].float() for tv in task_vecs]).mean(0) for k in others}
     for name in mats:
         us, ss, vs = [], [], []
         for tv in task_vecs:
-            ut, sig, vht = _svd(tv[name].float())
+            ut, sig, vht = _svd(tv[name].float(), svd_dtype)
             k = max(1, sig.shape[0] // n_tasks)
             us.append(ut[:, :k])
             ss.append(sig[:k])
@@ -431,28 +450,49 @@ def _sar_rank(s: Tensor, energy: float) -> int:
     return min(int((share <= float(energy) + 1e-12).sum()), s.shape[0])
 
 
-def _sar_basis(merged: Tensor, summed: Tensor | None, energy: float) -> Tensor:
+def _flat_scale(merged: Tensor) -> float:
+    """``σ̄²`` when every singular value of ``merged`` equals ``σ̄`` (the Gram matrix of its short side
+    is ``σ̄² I`` to within 2·10⁻⁴ σ̄² in every entry), else 0. A matrix product, no SVD."""
+    gram = merged.T @ merged if merged.shape[0] >= merged.shape[1] else merged @ merged.T
+    scale = float(gram.diagonal().mean())
+    if scale <= 0.0:
+        return 0.0
+    dev = (gram - scale * torch.eye(gram.shape[0], dtype=gram.dtype)).abs().max()
+    return scale if float(dev) <= 2e-4 * scale else 0.0
+
+
+def _sar_basis(
+    merged: Tensor, summed: Tensor | None, energy: float, svd_dtype: torch.dtype | None = None
+) -> Tensor:
     """The left singular directions of ``merged`` that SAR projects on (``m × k``).
 
     A merge with a flat spectrum (Iso-C, Iso-CTS) has no preferred basis: any orthonormal basis of
     its column space is a set of singular vectors, and an arbitrary one cut at a rank makes SAR a
     constant of the rank (about √0.9 for a random cut). The official figure script takes the
     directions of the summed task matrix instead (for Iso-C, whose singular vectors are the sum's,
-    ``U_iso_k = U_sum[:, :k]``); so for a flat spectrum and a given ``summed`` the basis of the
-    merge's column space is ordered by ``summed`` (left singular vectors of ``U_mᵀ · summed``, which
-    are exactly the sum's for Iso-C), and the rank comes from the flat spectrum."""
-    u, s, _ = _svd(merged.float())
-    k = _sar_rank(s, energy)
-    if summed is not None and k > 0 and float(s[0]) > 0:
-        flat = float(s[0] - s[-1]) <= 1e-4 * float(s[0])
-        if flat:
-            q, _, _ = torch.linalg.svd(u.T @ summed.to(u.dtype), full_matrices=False)
-            u = u @ q
-    return u[:, :k]
+    ``U_iso_k = U_sum[:, :k]``, with k from the flat spectrum ``S_iso = mean(S)·1``); so for a flat
+    spectrum and a given ``summed`` the merge's column space (an orthonormal basis Q from a QR
+    factorisation) is ordered by ``summed``: Q times the left singular vectors of ``Qᵀ · summed``,
+    exactly the sum's own for Iso-C. One SVD either way."""
+    m = merged.to(_svd_dtype(merged, svd_dtype))
+    if summed is not None and _flat_scale(m) > 0.0:
+        r = min(m.shape)
+        k = _sar_rank(torch.ones(r, dtype=m.dtype), energy)
+        q = torch.linalg.qr(m)[0] if m.shape[0] > m.shape[1] else None
+        target = summed.to(m.dtype) if q is None else q.T @ summed.to(m.dtype)
+        u = torch.linalg.svd(target, full_matrices=False)[0]
+        return (u if q is None else q @ u)[:, :k]
+    u, s, _ = torch.linalg.svd(m, full_matrices=False)
+    return u[:, : _sar_rank(s, energy)]
 
 
 def subspace_alignment_ratio(
-    task_matrix: Tensor, merged_matrix: Tensor, *, energy: float = 0.95, summed: Tensor | None = None
+    task_matrix: Tensor,
+    merged_matrix: Tensor,
+    *,
+    energy: float = 0.95,
+    summed: Tensor | None = None,
+    svd_dtype: torch.dtype | None = None,
 ) -> float:
     """SAR (Eq. 4), as the paper's ``fig_3a.py`` computes it: ``‖U_k U_kᵀ Δ_t‖_F / ‖Δ_t‖_F`` with
     ``U_k`` the top-k left singular vectors of the merged matrix and k the number of leading
@@ -462,6 +502,7 @@ def subspace_alignment_ratio(
         summed: the summed task matrix ``Σ_t Δ_t``; when the merge's spectrum is flat (Iso-C,
             Iso-CTS) its directions order the merge's basis, as in the official script
             (:func:`_sar_basis`). Without it a flat spectrum gives an arbitrary basis.
+        svd_dtype: the SVD's precision (as in :func:`merge_iso_c`).
 
     Returns NaN when ``Δ_t`` is zero.
 
@@ -487,7 +528,8 @@ def subspace_alignment_ratio(
             raise ValueError(f"task_matrix {tuple(task_matrix.shape)} and {nm} {tuple(x.shape)} differ")
     if isinstance(energy, bool) or not isinstance(energy, (int, float)) or not 0.0 < float(energy) <= 1.0:
         raise ValueError(f"energy must be in (0, 1], got {energy!r}")
-    uk = _sar_basis(merged_matrix, summed, float(energy))
+    _check_svd_dtype(svd_dtype)
+    uk = _sar_basis(merged_matrix, summed, float(energy), svd_dtype)
     d = task_matrix.to(uk.dtype)
     norm = float(torch.linalg.norm(d))
     if norm == 0.0:
@@ -503,10 +545,13 @@ def mean_sar(
     *,
     is_matrix: MatrixPredicate = is_matrix_param,
     energy: float = 0.95,
+    svd_dtype: torch.dtype | None = None,
 ) -> list[float]:
     """SAR of each task vector with a merge (:func:`subspace_alignment_ratio`, the official rule,
     flat spectra ordered by the summed task matrix), averaged over the shared matrix parameters (as
-    in the paper's Fig. 3); one basis per merged matrix serves all tasks."""
+    in the paper's Fig. 3); one basis per merged matrix serves all tasks. ``svd_dtype``: as in
+    :func:`merge_iso_c`."""
+    _check_svd_dtype(svd_dtype)
     names = _check_tvs(task_vecs)
     _check_state("merged", merged)
     if isinstance(energy, bool) or not isinstance(energy, (int, float)) or not 0.0 < float(energy) <= 1.0:
@@ -520,7 +565,7 @@ def mean_sar(
         if float(torch.linalg.norm(merged[k].float())) == 0.0:
             continue
         summed = torch.stack([tv[k].float() for tv in task_vecs]).sum(0)
-        uk = _sar_basis(merged[k], summed, float(energy))
+        uk = _sar_basis(merged[k].float(), summed, float(energy), svd_dtype)
         for t, tv in enumerate(task_vecs):
             d = tv[k].to(uk.dtype)
             norm = float(torch.linalg.norm(d))

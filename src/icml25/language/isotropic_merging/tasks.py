@@ -15,6 +15,7 @@ exactly the trained weights.
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icml25.nn.train import FitConfig, fit
+from icml25.nn.train import EvalRecord, FitConfig, fit
 
 __all__ = [
     "TASK_NAMES",
@@ -384,7 +385,7 @@ def label_accuracy(
     return float(label_correct(model, data, label_ids, batch_size=batch_size, start_layer=start_layer).mean())
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def label_correct(
     model: nn.Module,
     data: tuple[Tensor, Tensor, Tensor],
@@ -472,7 +473,10 @@ def finetune_subset(
         weight_decay=0.0,
         grad_clip=1.0,
         sampling="shuffle",
-        keep_best=val is not None,
+        # The best weights are kept here, for ``names`` only (fit's keep_best copies the whole
+        # state dict, 135M parameters, at every improvement); the same rule: the first evaluation
+        # with the lowest finite validation loss wins.
+        keep_best=False,
         eval_every=eval_every if val is not None else 0,
         patience=patience if val is not None else 0,
         min_delta=min_delta,
@@ -482,16 +486,35 @@ def finetune_subset(
 
     def evaluate(m: nn.Module) -> dict[str, float]:
         assert val is not None
-        with torch.no_grad():
+        with torch.inference_mode():
             total, n = 0.0, val[0].shape[0]
             for i in range(0, n, 64):
                 part = tuple(x[i : i + 64] for x in val)
                 total += float(loss_fn(m, part)) * part[0].shape[0]
         return {"val_loss": total / n}
 
+    best: dict[str, Any] = {"loss": float("nan"), "weights": None}
+
+    def keep_best(record: EvalRecord) -> None:
+        value = record.metrics["val_loss"]
+        if math.isfinite(value) and not value >= best["loss"]:  # NaN best: the first finite wins
+            best["loss"] = value
+            best["weights"] = {n: params[n].detach().clone() for n in original}
+
     try:
-        history = fit(model, loss_fn, data, cfg, seed=seed, evaluate=evaluate if val is not None else None)
-        trained = {n: params[n].detach().clone() for n in original}
+        history = fit(
+            model,
+            loss_fn,
+            data,
+            cfg,
+            seed=seed,
+            evaluate=evaluate if val is not None else None,
+            on_eval=keep_best if val is not None else None,
+        )
+        if best["weights"] is not None:
+            trained = best["weights"]
+        else:
+            trained = {n: params[n].detach().clone() for n in original}
     finally:
         with torch.no_grad():
             for n, v in original.items():
