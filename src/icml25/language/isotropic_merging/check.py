@@ -501,7 +501,8 @@ class IsoMergingCheck(ClaimCheck[IsoMergingCheckConfig]):
             f"{len(names)} 2-D weights of the last {k} layers, until validation loss stops improving "
             f"(every {config.eval_every} steps, patience {config.patience}, min_delta {config.min_delta:g}, "
             f"cap {config.steps}) x "
-            f"batch {config.batch_size}, lr {config.lr:g}; alpha grid {config.alphas} (average: alpha 1)",
+            f"batch {config.batch_size}, lr {config.lr:g}; alpha grid {config.alphas} (average: alpha 1); "
+            f"SVDs in {config.svd_dtype}",
         )
         return SeedOutcome(metrics=metrics, series=series, notes=notes, items=items)
 
