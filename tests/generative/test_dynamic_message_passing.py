@@ -414,6 +414,20 @@ def test_claim_declares_references_a_gate_and_paired_criteria() -> None:
     assert {c.other_arm for c in full.criteria if c.other_arm} == set(ARMS) - {"dmp"}
 
 
+def test_small_preset_fits_its_time_budget_with_the_official_statistics() -> None:
+    # changed after run 20261206T081000908383Z-6a3f9e (431 s alone at two threads, about 830 s at one
+    # thread two checks at a time): 1500 steps of batch 32 for about 300 s and 550 s; the sampled model
+    # keeps the official shared-BatchNorm statistics
+    cfg = CHECK.config("small")
+    assert (cfg.steps, cfg.batch_size, cfg.arms, CHECK.default_seeds["small"]) == (
+        1500,
+        32,
+        ("dmp", "knn"),
+        2,
+    )
+    assert not cfg.split_norm_stats and cfg.gate_gap_min == 0.25
+
+
 def test_bad_check_config_is_refused() -> None:
     with pytest.raises(ValueError, match="knn"):
         DMPCheckConfig(arms=("dmp", "fully_connected"))
@@ -685,4 +699,6 @@ def test_bn_stats_diagnostic_changes_no_result() -> None:
         assert plain.metrics[arm]["w1"].mean == diag.metrics[arm]["w1"].mean
         assert "gap_closed_official_bn_stats" not in plain.metrics[arm]
         assert np.isfinite(diag.metrics[arm]["gap_closed_official_bn_stats"].mean)
+        assert np.isfinite(diag.metrics[arm]["cov_gap_closed_official_bn_stats"].mean)
+        assert plain.metrics[arm]["cov_err"].mean == diag.metrics[arm]["cov_err"].mean
         assert np.isfinite(diag.metrics[arm]["val_loss_official_bn_stats"].mean)
