@@ -228,6 +228,15 @@ def test_merged_lora_is_the_same_function_and_restores_the_weights_bit_for_bit()
         pass
 
 
+def test_shortcut_pool_equals_the_ceil_mode_average_pool():
+    from icml25.life.h_tuning.model import _avg_pool
+
+    pool = torch.nn.AvgPool1d(4, 4, ceil_mode=True)
+    for length in (500, 125, 32, 7):  # divisible lengths take the reshaped mean, others the kernel
+        x = torch.randn(3, 5, length)
+        torch.testing.assert_close(_avg_pool(x, pool, 4), pool(x), atol=1e-6, rtol=1e-6)
+
+
 def test_mezo_step_moves_every_trainable_tensor_by_the_spsa_estimate():
     x, y = _batch(b=6, length=64)
     eps = 1e-3
