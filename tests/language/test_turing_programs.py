@@ -306,6 +306,31 @@ def test_inference_forward_equals_the_training_forward() -> None:
     torch.testing.assert_close(fast, ref, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("n", [1, 7, 30])
+def test_training_forward_is_the_shared_attention_bit_for_bit(n) -> None:
+    """With gradients the Hard-ALiBi decoder skips the shared attention's guards but not its arithmetic:
+    logits and gradients equal those of the blocks called with the bias, bit for bit."""
+    model = _model("hard_alibi")
+    tokens = torch.randint(0, len(Tokenizer()), (4, n))
+
+    def shared(m: TinyDecoder) -> torch.Tensor:
+        x = m.embed(tokens)
+        bias = hard_alibi_bias(m.cfg.windows, n)
+        for block in m.blocks:
+            x = block(x, causal=True, bias=bias)
+        return m.head(m.norm(x))
+
+    outs, grads = [], []
+    for f in (model, shared):
+        model.zero_grad()
+        out = f(tokens) if f is model else f(model)
+        out.square().sum().backward()
+        outs.append(out.detach())
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert torch.equal(outs[0], outs[1])
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
+
+
 def test_default_windows_bad_input() -> None:
     with pytest.raises(ValueError, match="n_hard"):
         default_windows(4, 5)

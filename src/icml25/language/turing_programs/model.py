@@ -19,7 +19,7 @@ Notation: b batch, h heads, n query tokens, m key tokens (m ≥ n with a cache),
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, cast
@@ -110,6 +110,17 @@ def hard_alibi_bias(windows: Sequence[int | None], n: int, m: int | None = None)
 @lru_cache(maxsize=256)
 def _cached_bias(windows: tuple[int | None, ...], n: int, m: int) -> Tensor:
     return hard_alibi_bias(windows, n, m)
+
+
+@lru_cache(maxsize=256)
+def _causal_hard_alibi_bias(windows: tuple[int | None, ...], n: int) -> Tensor:
+    """:func:`hard_alibi_bias` plus the causal mask, ``(h, n, n)``: what the shared attention adds."""
+    from icml25.nn.attention import attention_mask
+
+    mask = attention_mask(n, n, causal=True, bias=hard_alibi_bias(windows, n))
+    if mask is None:  # pragma: no cover - causal=True always gives a mask
+        raise RuntimeError("attention_mask returned no mask")
+    return mask
 
 
 def hard_alibi_attention(q: Tensor, k: Tensor, v: Tensor, windows: Sequence[int | None]) -> Tensor:
@@ -246,13 +257,8 @@ class TinyDecoder(nn.Module):
                     f"sequence of {m} tokens exceeds the learned positions (max_len={self.cfg.max_len})"
                 )
             x = x + self.pos_embed(torch.arange(offset, m, device=tokens.device))[None]
-        if (
-            caches is None
-            and self.cfg.pos == "hard_alibi"
-            and self.cfg.n_hard > 0
-            and not torch.is_grad_enabled()
-        ):
-            return self._windowed_forward(x)
+        if caches is None and self.cfg.pos == "hard_alibi" and self.cfg.n_hard > 0:
+            return self._windowed_forward(x) if not torch.is_grad_enabled() else self._masked_forward(x)
         bias = None
         if self.cfg.pos == "hard_alibi" and self.cfg.n_hard > 0:
             bias = _cached_bias(self.cfg.windows, n, m).to(x.device, x.dtype)
@@ -261,18 +267,35 @@ class TinyDecoder(nn.Module):
             x = block(x, causal=True, bias=bias, cache=cache, rotary=self.rotary)
         return self.head(self.norm(x))
 
-    def _windowed_forward(self, x: Tensor) -> Tensor:
-        """Inference without a cache: each block's attention by :func:`hard_alibi_attention` (same
-        function, round-off apart; a window costs its width, not the sequence length)."""
+    def _blocks_with(self, x: Tensor, attend: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Tensor:
+        """The blocks of :meth:`forward` (no cache) with ``attend(q, k, v)`` as the attention core."""
         for block in self.blocks:
             attn = cast(MultiheadAttention, block.attn)
             if attn.q_norm is not None or block.adaLN is not None:  # pragma: no cover - not built here
-                raise RuntimeError("the windowed path supports plain TransformerBlocks only")
+                raise RuntimeError("this path supports plain TransformerBlocks only")
             q, k, v = rearrange(attn.qkv(block.norm1(x)), "b n (t h e) -> t b h n e", t=3, h=attn.num_heads)
-            out = hard_alibi_attention(q, k, v, self.cfg.windows)
-            x = x + attn.proj(rearrange(out, "b h n e -> b n (h e)"))
+            x = x + attn.proj(rearrange(attend(q, k, v), "b h n e -> b n (h e)"))
             x = x + block.mlp(block.norm2(x))
         return self.head(self.norm(x))
+
+    def _windowed_forward(self, x: Tensor) -> Tensor:
+        """Inference without a cache: attention by :func:`hard_alibi_attention` (same function,
+        round-off apart; a window costs its width, not the sequence length)."""
+        return self._blocks_with(x, lambda q, k, v: hard_alibi_attention(q, k, v, self.cfg.windows))
+
+    def _masked_forward(self, x: Tensor) -> Tensor:
+        """Training without a cache: the shared attention's own arithmetic (PyTorch's math kernel:
+        q and k each scaled by e^(-1/4), the additive mask, the softmax; the same numbers bit for bit,
+        tested) without its guard for rows that see no key, which a causal mask never leaves, and with
+        the mask built once per length."""
+        mask = _causal_hard_alibi_bias(self.cfg.windows, x.shape[1]).to(x.device, x.dtype)
+
+        def attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+            root = math.sqrt(1.0 / math.sqrt(q.shape[-1]))
+            scores = (q * root) @ (k.transpose(-2, -1) * root)
+            return (scores + mask).softmax(-1) @ v
+
+        return self._blocks_with(x, attend)
 
 
 def _init(module: nn.Module) -> None:
