@@ -69,6 +69,7 @@ from .pinn import (
     jet_forward,
     train_pinn,
 )
+from .prefix_cache import PrefixReuseChatModel
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -85,6 +86,7 @@ __all__ = [
     "Node",
     "PDESpec",
     "PINNNet",
+    "PrefixReuseChatModel",
     "ParamStats",
     "Retrieved",
     "SearchSpace",

@@ -71,6 +71,16 @@ thread, interleaved: HEAD's trainer and ``derivatives="autograd"`` agree bit for
 autograd: median |delta log10 L2| 0, 90th percentile 1.5e-6 decades, 3 of 60 above 0.01 and one at
 0.18 decades, a training that diverges differently; 1.72x faster in total, 1.27x-2.72x per PDE).
 
+Changed for time only, a second time (issue 45: the planner LLM's prompt prefill was then the largest
+part), not after seeing any result of the change: the embedded model reuses the keys and values of
+the token prefix a prompt shares with a recent prompt (``prefix_reuse``; :class:`PrefixReuseChatModel`:
+the same batches, seeds, sampling and stopping as the local backend, each prompt's uncached tokens
+encoded alone, the batch's caches left-padded into one). The planner prompts of one target share
+their first ~450-650 of ~600-850 tokens round after round, so about a third of the prompt tokens are
+encoded (seed 0: 11,046 of 28,904). The logits equal the local backend's up to round-off; replayed on the
+40 recorded planner calls of seed 0 (one thread), the 40 replies are identical. ``prefix_reuse=False``
+runs the plain local backend. Same design, budgets, seeds, criteria and thresholds.
+
 Deviations (config flags in brackets): ten small PDEs with closed-form or Cole-Hopf references
 instead of PINNacle's 14; trainings of ``steps`` = 100 steps instead of 20,000; a reduced search space
 (width <= ``max_width``, depth <= ``max_depth``, point counts <= ``max_points``); a knowledge base of
@@ -107,6 +117,7 @@ from .agent import (
 from .knowledge import PGKR, SCORINGS, KnowledgeBase, parameter_stats
 from .pdes import PDE_SUITE
 from .pinn import DEFAULT_SPACE, DERIVATIVES, SearchSpace
+from .prefix_cache import PrefixReuseChatModel
 
 OURS = "pinnsagent"
 NO_PGKR = "pinnsagent_no_pgkr"
@@ -132,6 +143,9 @@ class PINNsAgentCheckConfig:
         model: ``load_chat_model`` spec of the planner LLM (a local HF folder, GGUF, or
             ``openai:<name>``); ``"tiny-random"`` = :func:`tiny_chat_model`; ``""`` skips the LLM arm.
         cache: put the response cache in front of the model.
+        prefix_reuse: a local model reuses the keys and values of the prompt prefix it shares with
+            recent prompts (:class:`PrefixReuseChatModel`: same batches, seeds and sampling, the
+            prefill computed once per shared prefix; ``False`` runs the plain local backend).
         pdes: the suite (every PDE is a target once).
         steps: training steps per PINN (knowledge base and searches alike).
         max_width, max_depth, max_points: caps on the search space (``max_points`` caps the domain
@@ -153,6 +167,7 @@ class PINNsAgentCheckConfig:
 
     model: str = "smollm2-135m-instruct"
     cache: bool = True
+    prefix_reuse: bool = True
     pdes: tuple[str, ...] = (
         "poisson1d",
         "poisson2d",
@@ -342,16 +357,39 @@ def tiny_chat_model() -> Any:
     return tiny_random_chat_model()
 
 
+#: the prefix-reusing models built in this process (their stores are emptied at every run's start,
+#: so that a run's replies never depend on what ran before it in the process)
+_PREFIX_MODELS: list[PrefixReuseChatModel] = []
+
+
+def _with_prefix_reuse(local: Any) -> PrefixReuseChatModel:
+    model = PrefixReuseChatModel.from_local(local)
+    _PREFIX_MODELS.append(model)
+    return model
+
+
 @functools.cache
-def _chat_model(spec: str, cache: bool) -> Any:
+def _chat_model(spec: str, cache: bool, prefix_reuse: bool) -> Any:
     try:
         if spec == "tiny-random":
-            return tiny_chat_model()
+            model = tiny_chat_model()
+            return _with_prefix_reuse(model) if prefix_reuse else model
         from icml25.llm.models import load_chat_model
 
-        return load_chat_model(spec, cache=cache)
+        model = load_chat_model(spec, cache=cache)
     except (ImportError, FileNotFoundError, OSError) as err:
         raise NeedsResource("llm", f"cannot load {spec}: {err}") from err
+    if not prefix_reuse:
+        return model
+    from icml25.llm.cache import CachedChatModel
+    from icml25.llm.local import LocalChatModel
+
+    if isinstance(model, CachedChatModel) and isinstance(model.backend, LocalChatModel):
+        # the same SQLite file and backend name: the replies are the local backend's up to round-off
+        return CachedChatModel(_with_prefix_reuse(model.backend), model.path)
+    if isinstance(model, LocalChatModel):
+        return _with_prefix_reuse(model)
+    return model  # an HTTP backend: its server does its own prompt caching
 
 
 @functools.cache
@@ -407,6 +445,10 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
                 claim, setup_notes=f"Planner model {config.model or '(none)'}; " + CLAIM.setup_notes
             )
         return claim
+
+    def begin_run(self, config: PINNsAgentCheckConfig) -> None:
+        for model in _PREFIX_MODELS:  # the seeds of one run share the stored prefixes; runs do not
+            model.clear()
 
     def run_seed(self, config: PINNsAgentCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         ev = _evaluator(config)
@@ -500,7 +542,7 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
 
     @staticmethod
     def _generator(config: PINNsAgentCheckConfig, seed: int) -> Any:
-        model = _chat_model(config.model, config.cache)
+        model = _chat_model(config.model, config.cache, config.prefix_reuse)
         from icml25.llm.chat import GenerationConfig
 
         rounds = [0]
