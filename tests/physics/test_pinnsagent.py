@@ -308,6 +308,8 @@ def test_tiny_check_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     result = CHECK.run("tiny", store=ResultStore(tmp_path))
     assert result.verdict.kind.value == "inconclusive"
     assert result.seeds == (0,)
+    reused, computed = result.series["0"]["prompt_tokens_reused_computed"]
+    assert computed > 0 and reused > 0  # the planner prompts went through the prefix-reusing backend
 
 
 # --- issue 39: the release's continuous scoring, a shared knowledge base, the protocol --------------

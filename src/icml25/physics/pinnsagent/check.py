@@ -459,6 +459,8 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
         ctx.progress("knowledge base (shared by the seeds)", 1, 1)
         pgkr = PGKR(PDE_SUITE, encoder=config.encoder)
         generate = self._generator(config, seed) if config.model else None
+        reuse = [m for m in _PREFIX_MODELS if config.model and config.prefix_reuse]
+        tokens_before = [(m.reused_tokens, m.computed_tokens) for m in reuse]
 
         traces: dict[str, dict[str, SearchTrace]] = {arm: {} for arm in SEARCH_ARMS}
         retrieved_names: dict[str, str] = {}
@@ -532,6 +534,11 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
             # trainings not already in the process-wide evaluator cache: depends on what ran
             # before in this process, so it is a series entry, not a metric
             "new_trainings_this_seed": ev.trainings - before,
+            # prompt tokens (before each prompt's last) whose keys/values were reused / computed
+            "prompt_tokens_reused_computed": [
+                sum(m.reused_tokens - r for m, (r, _) in zip(reuse, tokens_before, strict=True)),
+                sum(m.computed_tokens - c for m, (_, c) in zip(reuse, tokens_before, strict=True)),
+            ],
         }
         notes = [
             f"{OURS} and {NO_PGKR} use the scripted planner (LLM-free surrogate, a labelled control); "
