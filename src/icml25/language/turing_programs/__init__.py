@@ -21,15 +21,7 @@ from .machine import (
     step,
     trace,
 )
-from .model import (
-    POSITIONS,
-    DecoderConfig,
-    TinyDecoder,
-    default_windows,
-    hard_alibi_attention,
-    hard_alibi_bias,
-    hard_alibi_mask,
-)
+from .model import POSITIONS, DecoderConfig, TinyDecoder, default_windows, hard_alibi_bias, hard_alibi_mask
 from .programs import (
     FORMATS,
     AdditionTask,
@@ -69,7 +61,6 @@ __all__ = [
     "DecoderConfig",
     "TinyDecoder",
     "default_windows",
-    "hard_alibi_attention",
     "hard_alibi_bias",
     "hard_alibi_mask",
     "FORMATS",
