@@ -20,6 +20,7 @@ from icml25.language.turing_programs import (
     addition_program,
     default_windows,
     greedy_decode,
+    hard_alibi_attention,
     hard_alibi_bias,
     hard_alibi_mask,
     length_generalization_eval,
@@ -270,6 +271,64 @@ def test_hard_alibi_equals_the_reference_code_masking() -> None:
 def test_hard_alibi_bad_input(args, match) -> None:
     with pytest.raises(ValueError, match=match):
         hard_alibi_mask(*args)
+
+
+@pytest.mark.parametrize(("windows", "n"), [((1, 2, 3, None), 9), ((None, 5, None, 1), 3), ((8, 8), 1)])
+def test_windowed_attention_equals_the_masked_attention(windows, n) -> None:
+    """hard_alibi_attention (window by window) equals softmax(q k^T / sqrt(e) + bias, causal) v."""
+    from icml25.nn.attention import scaled_dot_product_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, len(windows), n, 4, dtype=torch.float64) for _ in range(3))
+    bias = hard_alibi_bias(windows, n).double()
+    ref = scaled_dot_product_attention(q, k, v, causal=True, bias=bias)
+    torch.testing.assert_close(hard_alibi_attention(q, k, v, windows), ref, atol=1e-12, rtol=0)
+
+
+def test_windowed_attention_bad_input() -> None:
+    q = torch.zeros(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="one entry per head"):
+        hard_alibi_attention(q, q, q, (1, 2, 3))
+    with pytest.raises(ValueError, match="q, k, v"):
+        hard_alibi_attention(q, q[:, :, :2], q, (1, 2))
+    with pytest.raises(ValueError, match="windows"):
+        hard_alibi_attention(q, q, q, (0, None))
+
+
+def test_inference_forward_equals_the_training_forward() -> None:
+    """Without gradients the Hard-ALiBi decoder takes the windowed path: same logits to round-off."""
+    model = _model("hard_alibi")
+    tokens = torch.randint(0, len(Tokenizer()), (5, 23))
+    with torch.enable_grad():
+        ref = model(tokens).detach()
+    with torch.no_grad():
+        fast = model(tokens)
+    torch.testing.assert_close(fast, ref, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("n", [1, 7, 30])
+def test_training_forward_is_the_shared_attention_bit_for_bit(n) -> None:
+    """With gradients the Hard-ALiBi decoder skips the shared attention's guards but not its arithmetic:
+    logits and gradients equal those of the blocks called with the bias, bit for bit."""
+    model = _model("hard_alibi")
+    tokens = torch.randint(0, len(Tokenizer()), (4, n))
+
+    def shared(m: TinyDecoder) -> torch.Tensor:
+        x = m.embed(tokens)
+        bias = hard_alibi_bias(m.cfg.windows, n)
+        for block in m.blocks:
+            x = block(x, causal=True, bias=bias)
+        return m.head(m.norm(x))
+
+    outs, grads = [], []
+    for f in (model, shared):
+        model.zero_grad()
+        out = f(tokens) if f is model else f(model)
+        out.square().sum().backward()
+        outs.append(out.detach())
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert torch.equal(outs[0], outs[1])
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
 
 
 def test_default_windows_bad_input() -> None:

@@ -21,7 +21,15 @@ from .machine import (
     step,
     trace,
 )
-from .model import POSITIONS, DecoderConfig, TinyDecoder, default_windows, hard_alibi_bias, hard_alibi_mask
+from .model import (
+    POSITIONS,
+    DecoderConfig,
+    TinyDecoder,
+    default_windows,
+    hard_alibi_attention,
+    hard_alibi_bias,
+    hard_alibi_mask,
+)
 from .programs import (
     FORMATS,
     AdditionTask,
@@ -61,6 +69,7 @@ __all__ = [
     "DecoderConfig",
     "TinyDecoder",
     "default_windows",
+    "hard_alibi_attention",
     "hard_alibi_bias",
     "hard_alibi_mask",
     "FORMATS",

@@ -490,55 +490,91 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
     def __init__(self) -> None:
         self._cache = _Cache()
         self._pool: Any = None
+        self._futures: dict[Any, Any] = {}
+        self._planned_seeds: tuple[int, ...] = ()
 
     def claim_for(self, config: TuringProgramsCheckConfig) -> Claim:
         """Criteria follow the arms and thresholds of ``config``."""
         baselines = tuple(a for a in config.arms if a != OURS)
         return replace(CLAIM, baselines=baselines, criteria=_criteria(config), gates=_gates(config))
 
+    def run(
+        self,
+        scale: str = "small",
+        *,
+        seeds: Sequence[int] | None = None,
+        n_seeds: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """:meth:`ClaimCheck.run`, remembering the seeds so that every seed's training can be queued
+        on the worker pool at once (the evaluation of one seed then overlaps the next seeds' training)."""
+        if seeds is not None:
+            planned = list(seeds)
+        else:
+            count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
+            planned = list(range(count)) if isinstance(count, int) and count >= 1 else []
+        self._planned_seeds = tuple(int(s) for s in planned if isinstance(s, int | np.integer))
+        try:
+            return super().run(scale, seeds=seeds, n_seeds=n_seeds, **kwargs)
+        finally:
+            self._planned_seeds = ()
+
     def begin_run(self, config: TuringProgramsCheckConfig) -> None:
         """A fresh learning-rate sweep cache for every run."""
         self._cache = _Cache()
+        self._futures = {}
 
     def end_run(self) -> None:
-        """Shut the worker pool down and drop the cache."""
+        """Shut the worker pool down (cancelling queued runs) and drop the cache."""
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = None
+        self._futures = {}
         self._cache = _Cache()
 
     # -- training with the shared learning-rate sweep -----------------------------------------
 
+    def _submit(self, config: TuringProgramsCheckConfig, jobs: Sequence[tuple[str, float, int]]) -> None:
+        """Queue every ``(arm, lr, seed)`` job not yet trained or queued on the pool (``workers`` > 1)."""
+        if config.workers <= 1:
+            return
+        todo = [j for j in dict.fromkeys(jobs) if (config, *j) not in self._cache.runs]
+        todo = [j for j in todo if (config, *j) not in self._futures]
+        if not todo:
+            return
+        if self._pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(config.workers, mp_context=mp.get_context("spawn"))
+        for arm, lr, seed in todo:
+            self._futures[(config, arm, lr, seed)] = self._pool.submit(train_arm, config, arm, lr, seed)
+
     def _ensure_trained(
         self, config: TuringProgramsCheckConfig, jobs: Sequence[tuple[str, float, int]], ctx: RunContext
     ) -> None:
-        """Train every missing ``(arm, lr, seed)`` job, in ``config.workers`` processes if > 1."""
+        """Have every ``(arm, lr, seed)`` job trained: queued ones are awaited, the rest are queued
+        (``workers`` > 1) or trained here. Each job is a pure function of its arguments, so the order
+        and the process it runs in change no number."""
         todo = [j for j in dict.fromkeys(jobs) if (config, *j) not in self._cache.runs]
         if not todo:
             return
         ctx.progress("train", 0, len(todo))
-        if config.workers > 1 and len(todo) > 1:
-            if self._pool is None:
-                import multiprocessing as mp
-                from concurrent.futures import ProcessPoolExecutor
-
-                self._pool = ProcessPoolExecutor(config.workers, mp_context=mp.get_context("spawn"))
-            futures = [self._pool.submit(train_arm, config, arm, lr, seed) for arm, lr, seed in todo]
-            results = []
-            for i, fut in enumerate(futures):
-                results.append(fut.result())
-                ctx.progress("train", i + 1, len(todo))
-        else:
-            results = []
-            for i, (arm, lr, seed) in enumerate(todo):
-                results.append(train_arm(config, arm, lr, seed))
-                ctx.progress("train", i + 1, len(todo))
-        for job, res in zip(todo, results, strict=True):
-            self._cache.runs[(config, *job)] = res
+        self._submit(config, todo)
+        for i, (arm, lr, seed) in enumerate(todo):
+            key = (config, arm, lr, seed)
+            fut = self._futures.pop(key, None)
+            self._cache.runs[key] = fut.result() if fut is not None else train_arm(config, arm, lr, seed)
+            ctx.progress("train", i + 1, len(todo))
 
     def _lrs(self, config: TuringProgramsCheckConfig, ctx: RunContext) -> dict[str, float]:
         """Each arm's learning rate: the best of ``lr_grid`` on validation, trained at ``sweep_seed``."""
         jobs = [(arm, float(lr), config.sweep_seed) for arm in config.arms for lr in config.lr_grid]
+        if len(config.lr_grid) == 1:  # nothing to choose: queue every planned seed's runs now
+            lr = float(config.lr_grid[0])
+            later = [s for s in self._planned_seeds if s != config.sweep_seed]
+            self._submit(config, jobs + [(arm, lr, s) for s in later for arm in config.arms])
+            return dict.fromkeys(config.arms, lr)
         self._ensure_trained(config, jobs, ctx)
         out = {}
         for arm in config.arms:
@@ -559,6 +595,8 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         metrics: dict[str, dict[str, float]] = {}
         series: dict[str, Any] = {"lengths": list(config.test_lengths())}
         lrs = self._lrs(config, ctx)
+        later = [s for s in self._planned_seeds if s > seed] if seed in self._planned_seeds else []
+        self._submit(config, [(arm, lrs[arm], s) for s in (seed, *later) for arm in config.arms])
         self._ensure_trained(config, [(arm, lrs[arm], seed) for arm in config.arms], ctx)
         models: dict[str, TinyDecoder] = {}
         items: dict[str, dict[str, np.ndarray]] = {}

@@ -18,20 +18,25 @@ Notation: b batch, h heads, n query tokens, m key tokens (m ≥ n with a cache),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Literal, cast
 
 import torch
+import torch.nn.functional as F  # noqa: N812
+from einops import rearrange
 from torch import Tensor, nn
 
 from icml25.core.validate import check_fields
-from icml25.nn import KVCache, RotaryEmbedding, TransformerBlock
+from icml25.nn import KVCache, MultiheadAttention, RotaryEmbedding, TransformerBlock
 
 __all__ = [
     "POSITIONS",
     "hard_alibi_mask",
     "hard_alibi_bias",
+    "hard_alibi_attention",
     "default_windows",
     "DecoderConfig",
     "TinyDecoder",
@@ -100,6 +105,72 @@ def hard_alibi_bias(windows: Sequence[int | None], n: int, m: int | None = None)
     future = torch.arange(m)[None, :] > torch.arange(m - n, m)[:, None]
     allowed = allowed | future[None]
     return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
+
+
+@lru_cache(maxsize=256)
+def _cached_bias(windows: tuple[int | None, ...], n: int, m: int) -> Tensor:
+    return hard_alibi_bias(windows, n, m)
+
+
+@lru_cache(maxsize=256)
+def _causal_hard_alibi_bias(windows: tuple[int | None, ...], n: int) -> Tensor:
+    """:func:`hard_alibi_bias` plus the causal mask, ``(h, n, n)``: what the shared attention adds."""
+    from icml25.nn.attention import attention_mask
+
+    mask = attention_mask(n, n, causal=True, bias=hard_alibi_bias(windows, n))
+    if mask is None:  # pragma: no cover - causal=True always gives a mask
+        raise RuntimeError("attention_mask returned no mask")
+    return mask
+
+
+def hard_alibi_attention(q: Tensor, k: Tensor, v: Tensor, windows: Sequence[int | None]) -> Tensor:
+    """Causal self-attention with Hard-ALiBi windows, computed window by window (no cache).
+
+    The same function as ``softmax(q kᵀ/√e + hard_alibi_bias + causal mask) v`` (Sec. 3 of the paper,
+    Hard-ALiBi from Jelassi et al. 2024), equal to it up to float round-off: a head with window w
+    only needs its last w keys, so the hard heads score ``(n, max w)`` windows of keys instead of
+    ``(n, n)`` matrices, and the NoPE heads (window None) go through PyTorch's fused causal kernel.
+    Meant for evaluation (no gradient is needed; it is correct with one, but not faster).
+
+    Args:
+        q, k, v: ``(b, h, n, e)`` queries, keys and values of the same n tokens.
+        windows: one entry per head, a window ≥ 1 or None (NoPE head), as :func:`hard_alibi_mask`.
+
+    Returns:
+        ``(b, h, n, e)``.
+    """
+    wins = _check_windows(windows)
+    if q.ndim != 4 or k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(
+            f"q, k, v must be (batch, heads, n, e) of one shape, got {tuple(q.shape)}, {tuple(k.shape)}, "
+            f"{tuple(v.shape)}"
+        )
+    if q.shape[1] != len(wins):
+        raise ValueError(f"windows must name one entry per head ({q.shape[1]}), got {len(wins)}")
+    n, e = q.shape[2], q.shape[3]
+    scale = 1.0 / math.sqrt(e)
+    out = torch.empty_like(q)
+    nope = [i for i, w in enumerate(wins) if w is None]
+    hard = [i for i, w in enumerate(wins) if w is not None]
+    if nope:
+        idx = torch.tensor(nope, device=q.device)
+        out[:, idx] = F.scaled_dot_product_attention(
+            q[:, idx], k[:, idx], v[:, idx], is_causal=True, scale=scale
+        )
+    if hard:
+        idx = torch.tensor(hard, device=q.device)
+        hw = torch.tensor([wins[i] for i in hard], device=q.device)
+        width = int(hw.max())
+        # key slot s of query i holds position i - (width - 1) + s, at distance d = width - 1 - s
+        kw = F.pad(k[:, idx], (0, 0, width - 1, 0)).unfold(2, width, 1)  # (b, hh, n, e, width)
+        vw = F.pad(v[:, idx], (0, 0, width - 1, 0)).unfold(2, width, 1)
+        dist = width - 1 - torch.arange(width, device=q.device)
+        pos = torch.arange(n, device=q.device)[:, None] - dist[None, :]  # (n, width)
+        allowed = (dist[None, None, :] < hw[:, None, None]) & (pos >= 0)[None]  # (hh, n, width)
+        mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
+        scores = torch.einsum("bhne,bhnes->bhns", q[:, idx], kw) * scale + mask
+        out[:, idx] = torch.einsum("bhns,bhnes->bhne", scores.softmax(-1), vw)
+    return out
 
 
 @dataclass(frozen=True)
@@ -186,13 +257,45 @@ class TinyDecoder(nn.Module):
                     f"sequence of {m} tokens exceeds the learned positions (max_len={self.cfg.max_len})"
                 )
             x = x + self.pos_embed(torch.arange(offset, m, device=tokens.device))[None]
+        if caches is None and self.cfg.pos == "hard_alibi" and self.cfg.n_hard > 0:
+            return self._windowed_forward(x) if not torch.is_grad_enabled() else self._masked_forward(x)
         bias = None
         if self.cfg.pos == "hard_alibi" and self.cfg.n_hard > 0:
-            bias = hard_alibi_bias(self.cfg.windows, n, m).to(x.device, x.dtype)
+            bias = _cached_bias(self.cfg.windows, n, m).to(x.device, x.dtype)
         for i, block in enumerate(self.blocks):
             cache = caches[i] if caches is not None else None
             x = block(x, causal=True, bias=bias, cache=cache, rotary=self.rotary)
         return self.head(self.norm(x))
+
+    def _blocks_with(self, x: Tensor, attend: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Tensor:
+        """The blocks of :meth:`forward` (no cache) with ``attend(q, k, v)`` as the attention core."""
+        for block in self.blocks:
+            attn = cast(MultiheadAttention, block.attn)
+            if attn.q_norm is not None or block.adaLN is not None:  # pragma: no cover - not built here
+                raise RuntimeError("this path supports plain TransformerBlocks only")
+            q, k, v = rearrange(attn.qkv(block.norm1(x)), "b n (t h e) -> t b h n e", t=3, h=attn.num_heads)
+            x = x + attn.proj(rearrange(attend(q, k, v), "b h n e -> b n (h e)"))
+            x = x + block.mlp(block.norm2(x))
+        return self.head(self.norm(x))
+
+    def _windowed_forward(self, x: Tensor) -> Tensor:
+        """Inference without a cache: attention by :func:`hard_alibi_attention` (same function,
+        round-off apart; a window costs its width, not the sequence length)."""
+        return self._blocks_with(x, lambda q, k, v: hard_alibi_attention(q, k, v, self.cfg.windows))
+
+    def _masked_forward(self, x: Tensor) -> Tensor:
+        """Training without a cache: the shared attention's own arithmetic (PyTorch's math kernel:
+        q and k each scaled by e^(-1/4), the additive mask, the softmax; the same numbers bit for bit,
+        tested) without its guard for rows that see no key, which a causal mask never leaves, and with
+        the mask built once per length."""
+        mask = _causal_hard_alibi_bias(self.cfg.windows, x.shape[1]).to(x.device, x.dtype)
+
+        def attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+            root = math.sqrt(1.0 / math.sqrt(q.shape[-1]))
+            scores = (q * root) @ (k.transpose(-2, -1) * root)
+            return (scores + mask).softmax(-1) @ v
+
+        return self._blocks_with(x, attend)
 
 
 def _init(module: nn.Module) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import torch
@@ -324,6 +325,12 @@ class TokenBatch:
         return TokenBatch(self.tokens.to(device), self.prompt_len.to(device), self.length.to(device))
 
 
+@lru_cache(maxsize=1 << 16)
+def _program_tokens(a: str, b: str, fmt: Format) -> tuple[str, ...]:
+    """:func:`addition_program`, memoised (training at short lengths redraws the same few thousand pairs)."""
+    return tuple(addition_program(a, b, fmt=fmt))
+
+
 def _random_number(n: int, gen: torch.Generator) -> str:
     digits = torch.randint(0, 10, (n,), generator=gen).tolist()
     if n > 1 and digits[0] == 0:
@@ -361,12 +368,10 @@ class AdditionTask:
         """The padded programs of ``pairs`` in this task's format."""
         if not pairs:
             raise ValueError("pairs must be non-empty")
-        seqs = [tokenizer.encode(addition_program(a, b, fmt=self.fmt)) for a, b in pairs]
+        seqs = [tokenizer.encode(_program_tokens(a, b, self.fmt)) for a, b in pairs]
         prompt = [2 * max(len(a), len(b)) + 3 for a, b in pairs]
         width = max(len(s) for s in seqs)
-        tokens = torch.full((len(seqs), width), tokenizer.pad, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            tokens[i, : len(s)] = torch.tensor(s)
+        tokens = torch.tensor([s + [tokenizer.pad] * (width - len(s)) for s in seqs], dtype=torch.long)
         return TokenBatch(tokens, torch.tensor(prompt), torch.tensor([len(s) for s in seqs]))
 
     def sample(
