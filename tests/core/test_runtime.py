@@ -77,3 +77,16 @@ def test_matmul_gflops_measures_something() -> None:
         matmul_gflops("int8")
     with pytest.raises(ValueError, match="size"):
         matmul_gflops("fp32", size=0)
+
+
+def test_cpu_model_reads_the_model_name(tmp_path) -> None:
+    from icml25.core.runtime import cpu_model, environment
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n")
+    assert cpu_model(info) == "AMD EPYC 7B13"
+    (tmp_path / "empty").write_text("processor\t: 0\n")
+    assert cpu_model(tmp_path / "empty") is None
+    assert cpu_model(tmp_path / "missing") is None
+    env = environment()
+    assert "cpu_model" in env and "cpu_capability" in env

@@ -26,6 +26,7 @@ __all__ = [
     "seed_everything",
     "set_threads",
     "Stopwatch",
+    "cpu_model",
     "environment",
     "git_commit",
     "utc_now",
@@ -179,6 +180,20 @@ def _version(package: str) -> str | None:
         return None
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The processor's model name from ``/proc/cpuinfo`` (Linux), else None: wall times measured on
+    two machines of one ``platform.machine()`` can differ by a factor of two."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("model name", "Model", "cpu model") and value.strip():
+            return value.strip()
+    return None
+
+
 def environment() -> dict[str, Any]:
     """What a reader needs to know about where a result was measured."""
     versions = {name: v for name in _TRACKED_PACKAGES if (v := _version(name)) is not None}
@@ -188,6 +203,7 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "versions": versions,
         "git_commit": git_commit(),
     }
@@ -195,6 +211,7 @@ def environment() -> dict[str, Any]:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
+        info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
         info["device"] = "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:  # pragma: no cover
         info["device"] = "cpu"
