@@ -207,6 +207,33 @@ def test_begin_and_end_run_frame_every_run_even_a_failed_one(toy_check, monkeypa
     assert calls == ["begin n=200", "end"]
 
 
+def test_planned_seeds_are_known_from_begin_run_to_the_end_of_the_run(toy_check, monkeypatch) -> None:
+    seen: list[tuple[str, tuple[int, ...]]] = []
+    monkeypatch.setattr(
+        toy_check, "begin_run", lambda config: seen.append(("begin", toy_check.planned_seeds))
+    )
+    monkeypatch.setattr(toy_check, "end_run", lambda: seen.append(("end", toy_check.planned_seeds)))
+    original = toy_check.run_seed
+
+    def run_seed(config, seed, ctx):
+        seen.append((f"seed {seed}", toy_check.planned_seeds))
+        return original(config, seed, ctx)
+
+    monkeypatch.setattr(toy_check, "run_seed", run_seed)
+    assert toy_check.planned_seeds == ()
+    toy_check.run("small", seeds=[3, 1])
+    assert seen == [("begin", (3, 1)), ("seed 3", (3, 1)), ("seed 1", (3, 1)), ("end", (3, 1))]
+    assert toy_check.planned_seeds == ()
+
+    def broken(config, seed, ctx):
+        raise RuntimeError("seed failed")
+
+    monkeypatch.setattr(toy_check, "run_seed", broken)
+    with pytest.raises(RuntimeError, match="seed failed"):
+        toy_check.run("small", n_seeds=2)
+    assert toy_check.planned_seeds == ()
+
+
 # -- the optional medium scale (one GPU, where small cannot pass its gates) ----------------------
 
 

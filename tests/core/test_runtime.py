@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -72,7 +74,8 @@ def test_resolve_precision_picks_the_faster_matmul(monkeypatch) -> None:
 def test_matmul_gflops_measures_something() -> None:
     from icml25.core.runtime import matmul_gflops
 
-    assert matmul_gflops("fp32", size=64, seconds=0.02) > 0.01
+    rate = matmul_gflops("fp32", size=64, seconds=0.02)
+    assert math.isfinite(rate) and rate > 0  # no speed floor: a loaded machine may stall it
     with pytest.raises(ValueError, match="dtype_name"):
         matmul_gflops("int8")
     with pytest.raises(ValueError, match="size"):
@@ -80,13 +83,22 @@ def test_matmul_gflops_measures_something() -> None:
 
 
 def test_cpu_model_reads_the_model_name(tmp_path) -> None:
-    from icml25.core.runtime import cpu_model, environment
+    from icml25.core.runtime import cpu_flags, cpu_model, environment
 
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n")
-    assert cpu_model(info) == "AMD EPYC 7B13"
+    info.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+        "model name\t: AMD EPYC 7B13\nflags\t\t: fpu avx2 fma\n"
+    )
+    assert cpu_model(info) == "AMD EPYC 7B13"  # the name, not x86's numeric "model" line before it
+    assert cpu_flags(info) == frozenset({"fpu", "avx2", "fma"})
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n\nModel\t\t: Raspberry Pi 4 Model B\n")
+    assert cpu_model(arm) == "Raspberry Pi 4 Model B"
+    assert cpu_flags(arm) == frozenset({"fp", "asimd"})
     (tmp_path / "empty").write_text("processor\t: 0\n")
     assert cpu_model(tmp_path / "empty") is None
     assert cpu_model(tmp_path / "missing") is None
+    assert cpu_flags(tmp_path / "empty") is None and cpu_flags(tmp_path / "missing") is None
     env = environment()
     assert "cpu_model" in env and "cpu_capability" in env

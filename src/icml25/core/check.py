@@ -139,6 +139,9 @@ class ClaimCheck(Generic[C]):
     item_statistics: ClassVar[Mapping[str, Callable[[np.ndarray], float]]] = {}
     #: bootstrap draws per paired interval (fewer for an expensive item statistic)
     bootstrap_resamples: ClassVar[int] = 2000
+    #: the seeds of the run in progress, in the order they run (empty outside :meth:`run`); a check
+    #: that queues later seeds' work on worker processes while one seed evaluates reads it
+    planned_seeds: tuple[int, ...] = ()
 
     # -- what subclasses implement ------------------------------------------------------------
 
@@ -161,7 +164,8 @@ class ClaimCheck(Generic[C]):
         """Optional: called once at the start of every :meth:`run`, before the first seed.
 
         Reset here what the seeds of one run share (a learning rate chosen on the first seed, a
-        cache of seed-independent evaluations), so that a second run starts clean.
+        cache of seed-independent evaluations), so that a second run starts clean. The run's seeds
+        are in :attr:`planned_seeds` from here until the run ends.
         """
 
     def end_run(self) -> None:
@@ -225,11 +229,15 @@ class ClaimCheck(Generic[C]):
             run_dir = Path(scratch.name)
         ctx = RunContext(slug=self.slug, scale=scale, run_dir=run_dir, reporter=reporter)
         try:
-            self.begin_run(config)
+            self.planned_seeds = tuple(seeds)
             try:
-                result = self._run(config, scale, seeds, ctx, run_id, started_at)
+                self.begin_run(config)
+                try:
+                    result = self._run(config, scale, seeds, ctx, run_id, started_at)
+                finally:
+                    self.end_run()
             finally:
-                self.end_run()
+                self.planned_seeds = ()
         except BaseException:
             if store is not None:
                 store.discard(run_dir)

@@ -26,6 +26,7 @@ __all__ = [
     "seed_everything",
     "set_threads",
     "Stopwatch",
+    "cpu_flags",
     "cpu_model",
     "environment",
     "git_commit",
@@ -180,18 +181,33 @@ def _version(package: str) -> str | None:
         return None
 
 
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The processor's model name from ``/proc/cpuinfo`` (Linux), else None: wall times measured on
-    two machines of one ``platform.machine()`` can differ by a factor of two."""
+def _cpuinfo_value(keys: tuple[str, ...], cpuinfo: Path) -> str | None:
+    """The value of the first of ``keys`` (lower-case, in order of preference) that ``cpuinfo`` has on a
+    non-empty ``key : value`` line (its first such line); None where the file cannot be read or has none."""
     try:
         text = cpuinfo.read_text(errors="replace")
     except OSError:
         return None
+    found: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if sep and key.strip() in ("model name", "Model", "cpu model") and value.strip():
-            return value.strip()
-    return None
+        key = key.strip().lower()
+        if sep and key in keys and value.strip():
+            found.setdefault(key, value.strip())
+    return next((found[key] for key in keys if key in found), None)
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The processor's model name from ``/proc/cpuinfo`` (Linux), else None: wall times measured on
+    two machines of one ``platform.machine()`` can differ by a factor of two."""
+    return _cpuinfo_value(("model name", "cpu model", "model"), cpuinfo)  # x86 "model" is a number
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
+    """The processor's feature flags (``flags`` on x86, ``Features`` on Arm) from ``/proc/cpuinfo``;
+    None where the file cannot be read or lists none."""
+    value = _cpuinfo_value(("flags", "features"), cpuinfo)
+    return frozenset(value.split()) if value is not None else None
 
 
 def environment() -> dict[str, Any]:

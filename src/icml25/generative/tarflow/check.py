@@ -762,28 +762,6 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
 
     def __init__(self) -> None:
         self._runs = _Runs()
-        self._planned_seeds: tuple[int, ...] = ()
-
-    def run(
-        self,
-        scale: str = "small",
-        *,
-        seeds: Sequence[int] | None = None,
-        n_seeds: int | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """:meth:`ClaimCheck.run`, remembering the seeds so that every seed's training runs can be queued
-        on the workers as soon as their learning rates are known."""
-        if seeds is not None:
-            planned = list(seeds)
-        else:
-            count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
-            planned = list(range(count)) if isinstance(count, int) and count >= 1 else []
-        self._planned_seeds = tuple(int(s) for s in planned if isinstance(s, int | np.integer))
-        try:
-            return super().run(scale, seeds=seeds, n_seeds=n_seeds, **kwargs)
-        finally:
-            self._planned_seeds = ()
 
     def begin_run(self, config: TarFlowCheckConfig) -> None:
         """A fresh set of training runs (and learning-rate sweep) for every run."""
@@ -805,7 +783,7 @@ class TarFlowCheck(ClaimCheck[TarFlowCheckConfig]):
         ctx.progress("lr sweep", 1, 1)
         chosen = {kind: choose_lr(sweep[kind]) for kind in config.kinds}
         # queue this seed's and every later planned seed's runs (the workers train while this one evaluates)
-        later = [s for s in self._planned_seeds if s > seed] if seed in self._planned_seeds else []
+        later = [s for s in self.planned_seeds if s > seed] if seed in self.planned_seeds else []
         jobs: list[Job] = []
         for s in (seed, *later):
             for arm in config.arms:

@@ -20,27 +20,14 @@ result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
+
+from icml25.core.runtime import cpu_flags  # re-exported: the shared /proc/cpuinfo reader
 
 __all__ = ["NATIVE_BF16_FLAGS", "choose_precision", "cpu_flags"]
 
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")  # x86 AMX, x86 AVX512-BF16, Arm BF16
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
-    """The processor's feature flags (``flags`` on x86, ``Features`` on Arm) from ``/proc/cpuinfo``;
-    ``None`` where the file cannot be read or lists none."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() in ("flags", "features"):
-            return frozenset(value.split())
-    return None
 
 
 def _measured() -> str:

@@ -491,33 +491,11 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         self._cache = _Cache()
         self._pool: Any = None
         self._futures: dict[Any, Any] = {}
-        self._planned_seeds: tuple[int, ...] = ()
 
     def claim_for(self, config: TuringProgramsCheckConfig) -> Claim:
         """Criteria follow the arms and thresholds of ``config``."""
         baselines = tuple(a for a in config.arms if a != OURS)
         return replace(CLAIM, baselines=baselines, criteria=_criteria(config), gates=_gates(config))
-
-    def run(
-        self,
-        scale: str = "small",
-        *,
-        seeds: Sequence[int] | None = None,
-        n_seeds: int | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """:meth:`ClaimCheck.run`, remembering the seeds so that every seed's training can be queued
-        on the worker pool at once (the evaluation of one seed then overlaps the next seeds' training)."""
-        if seeds is not None:
-            planned = list(seeds)
-        else:
-            count = n_seeds if n_seeds is not None else self.default_seeds.get(scale, 1)
-            planned = list(range(count)) if isinstance(count, int) and count >= 1 else []
-        self._planned_seeds = tuple(int(s) for s in planned if isinstance(s, int | np.integer))
-        try:
-            return super().run(scale, seeds=seeds, n_seeds=n_seeds, **kwargs)
-        finally:
-            self._planned_seeds = ()
 
     def begin_run(self, config: TuringProgramsCheckConfig) -> None:
         """A fresh learning-rate sweep cache for every run."""
@@ -572,7 +550,7 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         jobs = [(arm, float(lr), config.sweep_seed) for arm in config.arms for lr in config.lr_grid]
         if len(config.lr_grid) == 1:  # nothing to choose: queue every planned seed's runs now
             lr = float(config.lr_grid[0])
-            later = [s for s in self._planned_seeds if s != config.sweep_seed]
+            later = [s for s in self.planned_seeds if s != config.sweep_seed]
             self._submit(config, jobs + [(arm, lr, s) for s in later for arm in config.arms])
             return dict.fromkeys(config.arms, lr)
         self._ensure_trained(config, jobs, ctx)
@@ -595,7 +573,7 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         metrics: dict[str, dict[str, float]] = {}
         series: dict[str, Any] = {"lengths": list(config.test_lengths())}
         lrs = self._lrs(config, ctx)
-        later = [s for s in self._planned_seeds if s > seed] if seed in self._planned_seeds else []
+        later = [s for s in self.planned_seeds if s > seed] if seed in self.planned_seeds else []
         self._submit(config, [(arm, lrs[arm], s) for s in (seed, *later) for arm in config.arms])
         self._ensure_trained(config, [(arm, lrs[arm], seed) for arm in config.arms], ctx)
         models: dict[str, TinyDecoder] = {}
