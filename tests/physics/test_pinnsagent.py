@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 import numpy as np
 import pytest
@@ -584,72 +583,3 @@ def test_derivative_options_are_validated() -> None:
         jet_forward(PINNNet((0.0,), (1.0,), width=4, depth=2), torch.rand(3, 1), 2)
     with pytest.raises(ValueError, match="second derivatives"):
         PDE_SUITE["heat1d"].operator.jet(torch.zeros(2), torch.zeros(2, 2), None)  # type: ignore[attr-defined]
-
-
-def _sharp_tiny_chat_model() -> Any:
-    """The tiny random chat model with larger weights: peaked logits, so that a wrong key/value cache
-    changes the sampled replies (the default init gives near-uniform logits that hide it)."""
-    from icml25.llm.models import tiny_random_chat_model
-
-    local = tiny_random_chat_model()
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for param in local.model.parameters():
-            if param.ndim > 1:
-                param.copy_(torch.randn(param.shape, generator=g) * 0.6)
-    return local
-
-
-def _planner_like_conversations(k: int) -> list[list[dict[str, str]]]:
-    """Conversations that share a system message and differ in the tail, of unequal lengths."""
-    system = {"role": "system", "content": "You tune PINN hyperparameters. Answer with one JSON object."}
-    return [
-        [system, {"role": "user", "content": f"PDE {i % 3}: " + "u_t = u_xx " * (i % 4) + f"current lr={i}"}]
-        for i in range(k)
-    ]
-
-
-@pytest.mark.parametrize(("temperature", "n"), [(0.7, 1), (0.7, 2), (0.0, 1)])
-def test_prefix_reuse_gives_the_local_backends_replies(temperature: float, n: int) -> None:
-    """Cached equals uncached: the same batches, seeds and sampling give the same replies, and later
-    rounds reuse the stored prefixes (more conversations than one batch, so two batches per call)."""
-    from icml25.physics.pinnsagent.prefix_cache import PrefixReuseChatModel
-
-    local = _sharp_tiny_chat_model()
-    local.batch_size = 4
-    reuse = PrefixReuseChatModel.from_local(local, max_entries=16)
-    convs = _planner_like_conversations(7)
-    for round_ in range(3):
-        gen = GenerationConfig(n=n, temperature=temperature, max_tokens=10, seed=round_, stop=("}",))
-        want = local.generate(convs, gen)
-        assert reuse.generate(convs, gen) == want
-        assert all(len(r) == n for r in want)
-        convs = [c[:-1] + [{"role": "user", "content": c[-1]["content"] + f" round {round_}"}] for c in convs]
-    assert reuse.reused_tokens > reuse.computed_tokens > 0
-
-
-def test_prefix_reuse_states_match_one_pass_prefill_and_store_is_bounded() -> None:
-    from transformers import DynamicCache
-
-    from icml25.physics.pinnsagent.prefix_cache import PrefixReuseChatModel
-
-    local = _sharp_tiny_chat_model()
-    reuse = PrefixReuseChatModel.from_local(local, max_entries=2)
-    prompts = reuse._prompts(_planner_like_conversations(3))
-    ids = [np.asarray(local.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-    for x in ids:
-        states = reuse._states(x)
-        cache = DynamicCache()
-        with torch.no_grad():
-            local.model.model(input_ids=torch.as_tensor(x[:-1])[None], cache=cache, use_cache=True)
-        for (k, v), layer in zip(states, cache.layers, strict=True):
-            assert k.shape == layer.keys.shape == (1, 1, len(x) - 1, 8)
-            torch.testing.assert_close(k, layer.keys, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(v, layer.values, rtol=1e-5, atol=1e-6)
-    assert reuse.reused_tokens > 0 and len(reuse._store) == 2
-    reuse.clear()
-    assert len(reuse._store) == 0
-    with pytest.raises(ValueError, match="max_entries"):
-        PrefixReuseChatModel.from_local(local, max_entries=0)
-    with pytest.raises(ValueError, match="local"):
-        PrefixReuseChatModel.from_local(ScriptedChatModel(lambda m, c, i: "{}"))  # type: ignore[arg-type]

@@ -69,7 +69,6 @@ from .pinn import (
     jet_forward,
     train_pinn,
 )
-from .prefix_cache import PrefixReuseChatModel
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -86,7 +85,6 @@ __all__ = [
     "Node",
     "PDESpec",
     "PINNNet",
-    "PrefixReuseChatModel",
     "ParamStats",
     "Retrieved",
     "SearchSpace",

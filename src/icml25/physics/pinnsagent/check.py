@@ -73,7 +73,8 @@ autograd: median |delta log10 L2| 0, 90th percentile 1.5e-6 decades, 3 of 60 abo
 
 Changed for time only, a second time (issue 45: the planner LLM's prompt prefill was then the largest
 part), not after seeing any result of the change: the embedded model reuses the keys and values of
-the token prefix a prompt shares with a recent prompt (``prefix_reuse``; :class:`PrefixReuseChatModel`:
+the token prefix a prompt shares with a recent prompt (``prefix_reuse``; the ``prefix_cache`` of
+:class:`~icml25.llm.local.LocalChatModel`:
 the same batches, seeds, sampling and stopping as the local backend, each prompt's uncached tokens
 encoded alone, the batch's caches left-padded into one). The planner prompts of one target share
 their first ~450-650 of ~600-850 tokens round after round, so about a third of the prompt tokens are
@@ -118,7 +119,6 @@ from .agent import (
 from .knowledge import PGKR, SCORINGS, KnowledgeBase, parameter_stats
 from .pdes import PDE_SUITE
 from .pinn import DEFAULT_SPACE, DERIVATIVES, SearchSpace
-from .prefix_cache import PrefixReuseChatModel
 
 OURS = "pinnsagent"
 NO_PGKR = "pinnsagent_no_pgkr"
@@ -145,7 +145,7 @@ class PINNsAgentCheckConfig:
             ``openai:<name>``); ``"tiny-random"`` = :func:`tiny_chat_model`; ``""`` skips the LLM arm.
         cache: put the response cache in front of the model.
         prefix_reuse: a local model reuses the keys and values of the prompt prefix it shares with
-            recent prompts (:class:`PrefixReuseChatModel`: same batches, seeds and sampling, the
+            recent prompts (the local backend's ``prefix_cache``: same batches, seeds and sampling, the
             prefill computed once per shared prefix; ``False`` runs the plain local backend).
         pdes: the suite (every PDE is a target once).
         steps: training steps per PINN (knowledge base and searches alike).
@@ -360,11 +360,12 @@ def tiny_chat_model() -> Any:
 
 #: the prefix-reusing models built in this process (their stores are emptied at every run's start,
 #: so that a run's replies never depend on what ran before it in the process)
-_PREFIX_MODELS: list[PrefixReuseChatModel] = []
+_PREFIX_MODELS: list[Any] = []
 
 
-def _with_prefix_reuse(local: Any) -> PrefixReuseChatModel:
-    model = PrefixReuseChatModel.from_local(local)
+def _with_prefix_reuse(local: Any) -> Any:
+    """``local`` (a :class:`~icml25.llm.local.LocalChatModel`) with a prefix cache of the last 24 prompts."""
+    model = local.with_prefix_cache(24)
     _PREFIX_MODELS.append(model)
     return model
 
@@ -449,7 +450,7 @@ class PINNsAgentCheck(ClaimCheck[PINNsAgentCheckConfig]):
 
     def begin_run(self, config: PINNsAgentCheckConfig) -> None:
         for model in _PREFIX_MODELS:  # the seeds of one run share the stored prefixes; runs do not
-            model.clear()
+            model.clear_prefix_cache()
 
     def run_seed(self, config: PINNsAgentCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         ev = _evaluator(config)
