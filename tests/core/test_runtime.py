@@ -27,11 +27,26 @@ def test_explicit_argument_wins_over_env(monkeypatch) -> None:
     assert set_threads(2) == 2
 
 
+def test_thread_budget_reads_the_env_else_all_cores(monkeypatch) -> None:
+    import os
+
+    from icml25.core.runtime import thread_budget
+
+    monkeypatch.setenv("ICML25_THREADS", "1")
+    assert thread_budget() == 1
+    monkeypatch.delenv("ICML25_THREADS")
+    assert thread_budget() == (os.cpu_count() or 1)
+
+
 @pytest.mark.parametrize("bad", ["0", "-1", "two"])
 def test_bad_env_value_is_rejected(monkeypatch, bad: str) -> None:
+    from icml25.core.runtime import thread_budget
+
     monkeypatch.setenv("ICML25_THREADS", bad)
     with pytest.raises(ValueError, match="ICML25_THREADS"):
         set_threads()
+    with pytest.raises(ValueError, match="ICML25_THREADS"):
+        thread_budget()
 
 
 def test_seed_everything_takes_numpy_ints_and_repeats() -> None:

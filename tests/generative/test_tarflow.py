@@ -643,6 +643,17 @@ def test_workers_must_be_positive() -> None:
         TarFlowCheckConfig(workers=0)
 
 
+def test_a_one_thread_budget_starts_no_workers(monkeypatch) -> None:
+    """In the main job's one-thread slots the runs train in the check's process (same numbers at the
+    same one thread), so a slot stays one core."""
+    from icml25.generative.tarflow.check import CHECK, _Runs
+
+    monkeypatch.setenv("ICML25_THREADS", "1")
+    runs = _Runs()
+    runs.submit(CHECK.config("small"), [("tarflow", "few", 1e-3, 0)])  # small asks for 2 workers
+    assert runs.pool is None and not runs.queued
+
+
 def test_three_training_set_sizes_are_nested_draws_from_the_family() -> None:
     """Round 6 of issue 41: a third size between the two, from the same fixed draw, so the 1293 images
     of the _few arms are within the 3879 of the _mid arms, which are within all 11,637."""

@@ -25,6 +25,7 @@ __all__ = [
     "resolve_precision",
     "seed_everything",
     "set_threads",
+    "thread_budget",
     "Stopwatch",
     "cpu_flags",
     "cpu_model",
@@ -115,17 +116,24 @@ def resolve_precision(precision: str) -> str:
     return _PRECISION_CACHE[key]
 
 
+def thread_budget() -> int:
+    """The cores a run may use: ``$ICML25_THREADS`` if set (e.g. ``1`` while other jobs share the
+    machine, as in the main job's two-at-a-time pool), else all cores. A check that trains in worker
+    processes starts at most this many, so that a one-thread slot stays one core."""
+    env = os.environ.get("ICML25_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"ICML25_THREADS must be a positive integer, got {env!r}")
+        return int(env)
+    return os.cpu_count() or 1
+
+
 def set_threads(n: int | None = None) -> int:
     """Fix the number of CPU threads torch uses. Returns the number set.
 
-    Default: ``$ICML25_THREADS`` if set (e.g. ``1`` while other jobs share the machine), else all cores.
+    Default: :func:`thread_budget` (``$ICML25_THREADS`` if set, else all cores).
     """
-    env = os.environ.get("ICML25_THREADS", "").strip()
-    if n is None and env:
-        if not env.isdigit() or int(env) < 1:
-            raise ValueError(f"ICML25_THREADS must be a positive integer, got {env!r}")
-        n = int(env)
-    n = n or os.cpu_count() or 1
+    n = n or thread_budget()
     try:
         import torch
 

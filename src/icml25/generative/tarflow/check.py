@@ -131,6 +131,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.runtime import thread_budget
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.nn.params import count_parameters
@@ -613,14 +614,16 @@ class _Runs:
         self.pool: Any = None
 
     def submit(self, config: TarFlowCheckConfig, jobs: Sequence[Job]) -> None:
-        """Queue every job that is neither finished nor queued (nothing happens at ``workers`` = 1)."""
-        if config.workers <= 1:
+        """Queue every job that is neither finished nor queued (nothing happens at ``workers`` = 1 or
+        a one-thread budget: every run then trains here, at a worker's one thread, with the same numbers)."""
+        workers = min(config.workers, thread_budget())
+        if workers <= 1:
             return
         if self.pool is None:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(config.workers, mp_context=mp.get_context("spawn"))
+            self.pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
         for job in dict.fromkeys(jobs):
             if job not in self.done and job not in self.queued:
                 self.queued[job] = self.pool.submit(_train_in_worker, config, *job)

@@ -107,6 +107,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.runtime import thread_budget
 from icml25.core.validate import check_fields, check_in_range
 
 from .model import DecoderConfig, TinyDecoder
@@ -513,8 +514,11 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
     # -- training with the shared learning-rate sweep -----------------------------------------
 
     def _submit(self, config: TuringProgramsCheckConfig, jobs: Sequence[tuple[str, float, int]]) -> None:
-        """Queue every ``(arm, lr, seed)`` job not yet trained or queued on the pool (``workers`` > 1)."""
-        if config.workers <= 1:
+        """Queue every ``(arm, lr, seed)`` job not yet trained or queued on the pool (``workers`` > 1, at
+        most the run's thread budget: in a one-thread slot every run trains here, at the same one thread
+        as a worker, so the numbers are the same)."""
+        workers = min(config.workers, thread_budget())
+        if workers <= 1:
             return
         todo = [j for j in dict.fromkeys(jobs) if (config, *j) not in self._cache.runs]
         todo = [j for j in todo if (config, *j) not in self._futures]
@@ -524,7 +528,7 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(config.workers, mp_context=mp.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
         for arm, lr, seed in todo:
             self._futures[(config, arm, lr, seed)] = self._pool.submit(train_arm, config, arm, lr, seed)
 
