@@ -728,3 +728,35 @@ def test_sharpness_criterion_tells_a_jump_from_a_creep() -> None:
         jump = curve(p, frac, iters)
         assert jump["test_acc_max_first5"] == 0.0 and jump["final_test_acc"] >= 0.99
         assert jump["flat_iters"] >= 5 and jump["rise_over_flat"] <= SHARP_MAX, jump
+
+
+def test_a_meaningless_kernel_solve_warns_instead_of_passing_silently() -> None:
+    """A kernel ridge fit is never worse on its training data than predicting 0; one that is (or is
+    not finite) came from a failed solve of a numerically singular Gram matrix, and says so."""
+    import warnings
+
+    from icml25.theory.rfm_grokking.rfm import _warn_if_unreliable
+
+    Y = np.eye(3)[[0, 1, 2, 0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_unreliable(Y.copy(), Y, 0)  # an interpolating fit
+        _warn_if_unreliable(np.zeros_like(Y), Y, 0)  # the zero predictor is the bound itself
+    for garbage in (Y * 1e6, np.full_like(Y, np.nan)):
+        with pytest.warns(RuntimeWarning, match="ridge > 0"):
+            _warn_if_unreliable(garbage, Y, 2)
+
+
+def test_a_ridge_fit_on_blobs_does_not_warn() -> None:
+    import warnings
+
+    from sklearn.datasets import make_blobs
+
+    from icml25.theory.rfm_grokking import RFMClassifier
+
+    X, y = make_blobs(n_samples=120, random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = RFMClassifier(iters=2, ridge=1e-6).fit(X, y)
+    assert (model.predict(X) == y).mean() > 0.9

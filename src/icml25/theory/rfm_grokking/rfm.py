@@ -136,6 +136,23 @@ def solve_kernel_system(K: np.ndarray, Y: np.ndarray, ridge: float = 0.0) -> np.
     return scipy.linalg.lstsq(A, Y, check_finite=False)[0]
 
 
+def _warn_if_unreliable(fitted: np.ndarray, Y: np.ndarray, iteration: int) -> None:
+    """Warn where a kernel solve came back numerically meaningless. For a PSD Gram matrix and any
+    ridge >= 0 the training residual Y - K(K + ridge I)^-1 Y is never longer than Y, so a fit worse
+    than predicting 0 (or a non-finite one) means the solve failed, typically a numerically singular
+    ridgeless Gram matrix; the AGOP of such coefficients is noise and the next M with it."""
+    residual = float(np.sum((fitted - Y) ** 2))
+    scale = float(np.sum(Y**2))
+    if not np.isfinite(residual) or residual > 1.01 * scale + 1e-12:
+        warnings.warn(
+            f"RFM iteration {iteration}: the kernel solve is numerically unreliable (squared training "
+            f"residual {residual:.3g} exceeds that of predicting 0, {scale:.3g}); the Gram matrix is "
+            "numerically singular: set ridge > 0 (e.g. 1e-6)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
 def _as_2d(name: str, a: object) -> np.ndarray:
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim == 1 and name.startswith("Y"):
@@ -276,7 +293,9 @@ class RFM(RegressorMixin, BaseEstimator):
             # Alg. 1 (kernel regression): alpha = (K_M(X, X) + ridge I)^{-1} Y
             K = kernel.matrix(X, X, M)
             alpha = solve_kernel_system(K, Y, float(self.ridge))
-            train = fit_metrics(K @ alpha, Y)
+            fitted = K @ alpha
+            _warn_if_unreliable(fitted, Y, t)
+            train = fit_metrics(fitted, Y)
             ev = {name: fit_metrics(kernel.matrix(Xe, X, M) @ alpha, Ye) for name, (Xe, Ye) in evals.items()}
             Ms.append(M)
             record_M = M
