@@ -119,6 +119,32 @@ def test_keep_best_patience_and_on_eval():
     assert hist.metric("val_loss") == ((2, 4, 6, 8, 10), (3.0, 1.0, 2.0, 2.5, 4.0))
 
 
+def test_keep_best_copies_trained_parameters_and_buffers_not_frozen_ones():
+    from icml25.nn.train import snapshot_state
+
+    X, y = regression()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1))
+    model[0].requires_grad_(False)  # a frozen body under a trained head
+    frozen = model[0].weight.detach().clone()
+    partial = snapshot_state(model, skip_frozen=True)
+    assert "0.weight" not in partial and "2.weight" in partial and "1.running_mean" in partial
+    assert set(snapshot_state(model)) == set(model.state_dict())
+    scores = iter([3.0, 1.0, 2.0, 2.5, 4.0])
+    states = []
+
+    def evaluate(m):
+        states.append({k: v.detach().clone() for k, v in m.state_dict().items()})
+        return {"val_loss": next(scores)}
+
+    cfg = FitConfig(steps=10, batch_size=8, lr=0.05, eval_every=2)
+    hist = fit(model, mse, (X, y), cfg, evaluate=evaluate)
+    assert hist.best_step == 4
+    for name, value in model.state_dict().items():  # the best state, buffers included
+        assert torch.equal(value, states[1][name]), name
+    assert torch.equal(model[0].weight, frozen)
+
+
 @pytest.mark.parametrize(
     ("mode", "sign"),
     [("min", 1.0), ("max", -1.0)],

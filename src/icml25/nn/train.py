@@ -234,9 +234,20 @@ class BatchSampler:
         return idx
 
 
-def snapshot_state(model: nn.Module) -> dict[str, Tensor]:
-    """A detached copy of ``model``'s state dict (the keep-best snapshot)."""
-    return {k: v.detach().clone() for k, v in unwrap(model).state_dict().items()}
+def snapshot_state(model: nn.Module, *, skip_frozen: bool = False) -> dict[str, Tensor]:
+    """A detached copy of ``model``'s state dict (the keep-best snapshot).
+
+    ``skip_frozen`` leaves out parameters with ``requires_grad=False`` (a frozen pretrained body under
+    an adapter: the optimiser never changes them, and copying them at every improvement is most of the
+    cost); buffers are always copied (running statistics change in training). Restore such a partial
+    snapshot with ``load_state_dict(state, strict=False)``.
+    """
+    state = unwrap(model).state_dict(keep_vars=True)
+    return {
+        k: v.detach().clone()
+        for k, v in state.items()
+        if not (skip_frozen and isinstance(v, nn.Parameter) and not v.requires_grad)
+    }
 
 
 def _is_better(value: float, best: float, mode: str) -> bool:
@@ -376,7 +387,7 @@ def fit(
             if _is_better(value, best_value, config.monitor_mode):
                 best_value, best_step = value, step + 1
                 if config.keep_best:
-                    best_state = snapshot_state(base)
+                    best_state = snapshot_state(base, skip_frozen=True)
             shifted = (
                 patience_ref - config.min_delta
                 if config.monitor_mode == "min"
@@ -390,7 +401,9 @@ def fit(
                     stopped_early = True
                     break
     if config.keep_best and best_state is not None:
-        base.load_state_dict(best_state)
+        restored = base.load_state_dict(best_state, strict=False)  # frozen parameters were not copied
+        if restored.unexpected_keys:  # pragma: no cover - the snapshot came from this module
+            raise RuntimeError(f"keep_best snapshot has unknown entries {restored.unexpected_keys}")
     base.eval()
     return FitHistory(
         steps=tuple(steps),
