@@ -19,6 +19,7 @@ from icml25.language.puzzle import (
     choice_to_groups,
     collect_subblock_io,
     depth_choice,
+    evaluate_choices,
     greedy_choice,
     groups_to_choice,
     kl_to_parent,
@@ -85,6 +86,64 @@ def test_parent_choice_reproduces_parent(model: LlamaForCausalLM, library) -> No
             child(input_ids=ids).logits, model(input_ids=ids).logits, atol=1e-5, rtol=1e-5
         )
     assert isinstance(child, type(model))  # a LlamaForCausalLM subclass that records its variants
+
+
+def test_shared_prefix_evaluation_equals_assembled_children(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
+    """evaluate_choices runs all children as one prefix tree over sub-blocks; every child's per-window
+    NLL and KL must equal those of the child assembled and run on its own with Hugging Face."""
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 64, (5, 12), generator=gen)
+    choices = [
+        [(0, 0), (1, 2), (3, 1)],
+        [(0, 0), (1, 2), (0, 0)],  # shares two layers with the first
+        [(2, 1), (0, 3), (3, 3)],
+        [(0, 0)] * 3,  # the parent itself: KL 0
+        [(0, 0), (1, 2), (3, 1)],  # a duplicate
+    ]
+    ev = evaluate_choices(model, library, choices, ids, chunk=2)
+    assert ev.nll.shape == ev.kl.shape == (5, 5) and ev.blocks_run < ev.naive_blocks
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=ids).logits.float(), -1)
+        for c, choice in enumerate(choices):
+            child = assemble_child(model, library, choice)
+            lc = torch.log_softmax(child(input_ids=ids, use_cache=False).logits.float(), -1)
+            nll = -lc[:, :-1].gather(-1, ids[:, 1:, None])[..., 0].sum(-1).double().numpy()
+            kl = (lp.exp() * (lp - lc)).sum(-1).mean(-1).double().numpy()
+            np.testing.assert_allclose(ev.nll[c], nll, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(ev.kl[c], kl, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(ev.parent_nll, ev.nll[3], rtol=0, atol=0)
+    np.testing.assert_array_equal(ev.kl[3], 0.0)
+    assert np.all(ev.kl[2] > 0)
+    # chunking only changes how many windows run at once
+    again = evaluate_choices(model, library, choices, ids, chunk=5)
+    np.testing.assert_allclose(again.nll, ev.nll, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="choices"):
+        evaluate_choices(model, library, [], ids)
+    with pytest.raises(ValueError, match="chunk"):
+        evaluate_choices(model, library, choices, ids, chunk=0)
+    with pytest.raises(ValueError, match="ids"):
+        evaluate_choices(model, library, choices, ids[:, :1])
+
+
+def test_shared_weight_child_equals_copied_child(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]
+    choice = [(1, 0), (0, 2), (3, 1)]
+    ids = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(2))
+    copied = assemble_child(model, library, choice)
+    shared = assemble_child(model, library, choice, share_weights=True)
+    with torch.no_grad():
+        torch.testing.assert_close(shared(input_ids=ids).logits, copied(input_ids=ids).logits, rtol=0, atol=0)
+    parent_ptrs = {p.data_ptr() for p in model.parameters()}
+    lib_ptrs = {
+        p.data_ptr()
+        for row in library.attention + library.ffn
+        for b in row
+        if b.module
+        for p in b.module.parameters()
+    }
+    shared_ptrs = {p.data_ptr() for p in shared.parameters()}
+    assert shared_ptrs <= parent_ptrs | lib_ptrs  # no tensor was copied
+    assert not ({p.data_ptr() for p in copied.parameters()} & (parent_ptrs | lib_ptrs))  # all were
+    assert type(model.model.layers[0]).__name__ == "LlamaDecoderLayer"  # the parent is untouched
 
 
 def test_child_is_smaller_and_generates_with_cache(model: LlamaForCausalLM, library) -> None:  # type: ignore[no-untyped-def]

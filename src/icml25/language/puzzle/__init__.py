@@ -24,9 +24,11 @@ from .blocks import (
     width_reduced_mlp,
 )
 from .search import (
+    ChoiceEvaluation,
     brute_force,
     choice_to_groups,
     depth_choice,
+    evaluate_choices,
     greedy_choice,
     groups_to_choice,
     kl_to_parent,
@@ -40,6 +42,7 @@ from .search import (
 
 __all__ = [
     "BlockLibrary",
+    "ChoiceEvaluation",
     "LinearAttention",
     "PuzzleDecoderLayer",
     "SubBlock",
@@ -52,6 +55,7 @@ __all__ = [
     "collect_subblock_io",
     "depth_choice",
     "distill_subblock",
+    "evaluate_choices",
     "ffn_channel_importance",
     "greedy_choice",
     "random_choice",

@@ -575,7 +575,9 @@ def _check_choice(library: BlockLibrary, choice: Sequence[tuple[int, int]]) -> N
             raise ValueError(f"choice[{i}] = {pair} is out of range for the library")
 
 
-def assemble_child(model: Any, library: BlockLibrary, choice: Sequence[tuple[int, int]]) -> Any:
+def assemble_child(
+    model: Any, library: BlockLibrary, choice: Sequence[tuple[int, int]], *, share_weights: bool = False
+) -> Any:
     """A deep copy of ``model`` whose layer ``i`` uses variants ``choice[i] = (attention, ffn)``.
 
     The result is a Hugging Face causal LM, so ``model(input_ids=...)`` and ``generate`` work; its
@@ -583,24 +585,40 @@ def assemble_child(model: Any, library: BlockLibrary, choice: Sequence[tuple[int
     :class:`~icml25.language.puzzle.hf.PuzzleLlamaForCausalLM` (a ``LlamaForCausalLM`` subclass whose
     config records each layer's variants), so ``child.save_pretrained(folder)`` loads back with
     ``AutoModelForCausalLM.from_pretrained(folder)`` once :mod:`icml25.language.puzzle.hf` is imported.
+
+    ``share_weights=True`` copies the modules but not their parameters: the child's tensors are the
+    parent's and the library's own (no extra memory; for timing or evaluating many children at
+    once). Training or editing such a child changes the parent and the library.
     """
     _check_choice(library, choice)
+    memo_src = [*model.parameters()]
+    for rows in (library.attention, library.ffn):
+        for i, (a, f) in enumerate(choice):
+            b = rows[i][a if rows is library.attention else f]
+            for mod in (b.norm, b.module):
+                if mod is not None:
+                    memo_src.extend(mod.parameters())
+
+    def clone(obj: Any) -> Any:
+        # a memo that maps every parameter to itself makes deepcopy share the tensors
+        return copy.deepcopy(obj, {id(p): p for p in memo_src} if share_weights else None)
+
     layers = nn.ModuleList()
     for i, (a, f) in enumerate(choice):
         ab, fb = library.attention[i][a], library.ffn[i][f]
         layers.append(
             PuzzleDecoderLayer(
-                copy.deepcopy(ab.norm) if ab.module is not None else None,
-                copy.deepcopy(ab.module),
-                copy.deepcopy(fb.norm) if fb.module is not None else None,
-                copy.deepcopy(fb.module),
+                clone(ab.norm) if ab.module is not None else None,
+                clone(ab.module),
+                clone(fb.norm) if fb.module is not None else None,
+                clone(fb.module),
                 i,
             )
         )
     old = model.model.layers
     model.model.layers = nn.ModuleList()
     try:
-        child = copy.deepcopy(model)
+        child = clone(model)
     finally:
         model.model.layers = old
     child.model.layers = layers

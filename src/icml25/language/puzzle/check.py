@@ -41,7 +41,6 @@ applied to any arm.
 
 from __future__ import annotations
 
-import gc
 import math
 import statistics
 import time
@@ -60,6 +59,7 @@ from .blocks import Variant, assemble_child, build_library, parent_dims
 from .search import (
     choice_to_groups,
     depth_choice,
+    evaluate_choices,
     greedy_choice,
     groups_to_choice,
     measure_costs,
@@ -90,6 +90,8 @@ class PuzzleCheckConfig:
         n_score, score_seq: windows and length for replace-one-block KL scores.
         cost_batch, cost_seq, cost_reps: timing input ``[batch, seq]`` and repetitions.
         eval_windows, eval_seq: held-out windows per corpus and their length.
+        eval_chunk: windows per forward pass in the evaluation (memory only; the numbers do not
+            depend on it beyond float rounding).
         tp_reps: interleaved throughput repetitions (parent vs child).
         speed_tolerance: allowed shortfall of measured speed-up vs ``1 / budget``.
         cost: the MIP's resource: ``"latency"`` (each block's latency measured on this machine,
@@ -113,6 +115,7 @@ class PuzzleCheckConfig:
     cost_reps: int = 5
     eval_windows: int = 8
     eval_seq: int = 96
+    eval_chunk: int = 8
     tp_reps: int = 9
     speed_tolerance: float = 0.05
     code_chars: int = 1_000_000
@@ -138,6 +141,7 @@ class PuzzleCheckConfig:
                 "cost_reps",
                 "eval_windows",
                 "eval_seq",
+                "eval_chunk",
                 "tp_reps",
             ),
             non_negative_int=("bld_steps",),
@@ -346,7 +350,30 @@ def _kl_windows(parent_logits: torch.Tensor, child_logits: torch.Tensor) -> np.n
     return (lp.exp() * (lp - lc)).sum(-1).mean(-1).double().numpy()
 
 
-@torch.no_grad()
+def _window_bytes(ids: torch.Tensor, tokenizer: Any) -> np.ndarray:
+    """UTF-8 bytes of each window's predicted tokens ``ids[:, 1:]`` ``[N]`` (tokens for a byte model)."""
+    if tokenizer is None:
+        return np.full(ids.shape[0], float(max(ids.shape[1] - 1, 1)))
+    n = [len(tokenizer.decode(row[1:].tolist()).encode("utf-8")) for row in ids]
+    return np.maximum(np.array(n, dtype=float), 1.0)
+
+
+def _speedups(model: Any, children: Sequence[Any], x: torch.Tensor, reps: int) -> list[float]:
+    """Measured forward tokens/s of each child over the parent's: medians of ``reps`` rounds, each
+    round timing the parent once and then every child (order rotated per round), so that a change of
+    machine load hits the parent and the children of a round alike."""
+    t_parent: list[float] = []
+    t_child: list[list[float]] = [[] for _ in children]
+    for r in range(reps):
+        t_parent.append(_tokens_per_s(model, x))
+        for k in range(len(children)):
+            c = (k + r) % len(children)
+            t_child[c].append(_tokens_per_s(children[c], x))
+    base = statistics.median(t_parent)
+    return [statistics.median(t) / base for t in t_child]
+
+
+@torch.inference_mode()
 def _tokens_per_s(model: Any, x: torch.Tensor) -> float:
     model(input_ids=x[:, :8], use_cache=False)
     t0 = time.perf_counter()
@@ -354,7 +381,7 @@ def _tokens_per_s(model: Any, x: torch.Tensor) -> float:
     return x.numel() / max(time.perf_counter() - t0, 1e-9)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def _sample(model: Any, tokenizer: Any, n: int = 10) -> str:
     prompt = "The Python interpreter"
     ids = (
@@ -490,14 +517,10 @@ class PuzzleCheck(ClaimCheck[PuzzleCheckConfig]):
         def predicted(choice: Sequence[tuple[int, int]]) -> float:
             return float(const + sum(ca[i, a] + cf[i, f] for i, (a, f) in enumerate(choice)))
 
-        ctx.progress("evaluate", 0, 1)
-        x_tp = torch.cat([ev["en"], ev["code"]])[:, : config.cost_seq][: config.cost_batch]
-        with torch.no_grad():
-            parent_logits = {k: model(input_ids=v, use_cache=False).logits for k, v in ev.items()}
-        parent_eval = {f"{k}_bpb": _bpb(parent_logits[k], v, tokenizer) for k, v in ev.items()}
-        parent_items = np.concatenate([_bpb_windows(parent_logits[k], v, tokenizer) for k, v in ev.items()])
-        n_items = parent_items.size
-        done: dict[tuple[tuple[int, int], ...], dict[str, Any]] = {}
+        ev_ids = torch.cat([ev["en"], ev["code"]])  # [2 * eval_windows, eval_seq], English first
+        corpus_of = np.array(["en"] * ev["en"].shape[0] + ["code"] * ev["code"].shape[0])
+        n_bytes = _window_bytes(ev_ids, tokenizer)
+        n_items = ev_ids.shape[0]
         metrics: dict[str, dict[str, float]] = {a: {} for a in ALL_ARMS}
         items: dict[str, dict[str, np.ndarray]] = {a: {} for a in ALL_ARMS}
         rng = np.random.default_rng(seed)
@@ -513,56 +536,65 @@ class PuzzleCheck(ClaimCheck[PuzzleCheckConfig]):
             "ffn_scores": sf.tolist(),
             "choices": {},
             "samples": {},
+            "eval_items": n_items,
         }
-        pred_err = []
+        # every search first, then one shared evaluation of all distinct children (identical
+        # architectures are evaluated once; children share the parent's computation up to their first
+        # changed sub-block)
+        choices: dict[str, dict[str, list[tuple[int, int]]]] = {}
         for b in config.budgets:
-            p = _pct(b)
             budget_blocks = b * parent_ms - const
-            choices = {
+            choices[_pct(b)] = {
                 "mip": groups_to_choice(solve_mip(groups_s, [groups_c], [budget_blocks])),
                 "greedy": groups_to_choice(greedy_choice(groups_s, groups_c, budget_blocks)),
                 "uniform": uniform_choice(sa, sf, ca, cf, budget_blocks),
                 "depth": depth_choice(sa, sf, ca, cf, budget_blocks, noop),
                 "random": groups_to_choice(random_choice(groups_c, budget_blocks, rng)),
             }
+        archs: list[tuple[tuple[int, int], ...]] = []
+        for per_budget in choices.values():
+            for choice in per_budget.values():
+                if tuple(choice) not in archs:
+                    archs.append(tuple(choice))
+        ctx.progress("evaluate", 0, 1)
+        t0 = time.perf_counter()
+        quality = evaluate_choices(model, lib, [list(a) for a in archs], ev_ids, chunk=config.eval_chunk)
+        t_eval = time.perf_counter() - t0
+        series["eval_blocks_run"] = [quality.blocks_run, quality.naive_blocks]
+        parent_items = quality.parent_nll / math.log(2) / n_bytes
+        parent_eval = {
+            f"{k}_bpb": float(
+                quality.parent_nll[corpus_of == k].sum() / math.log(2) / n_bytes[corpus_of == k].sum()
+            )
+            for k in ev
+        }
+        ctx.progress("throughput", 0, 1)
+        t0 = time.perf_counter()
+        x_tp = ev_ids[:, : config.cost_seq][: config.cost_batch]
+        speedups = _speedups(
+            model,
+            [assemble_child(model, lib, list(a), share_weights=True) for a in archs],
+            x_tp,
+            config.tp_reps,
+        )
+        t_tp = time.perf_counter() - t0
+        pred_err = []
+        for b in config.budgets:
+            p = _pct(b)
             for key, value in parent_eval.items():
                 metrics["parent"][f"{key}_{p}"] = value
             metrics["parent"][f"speedup_{p}"] = 1.0
             items["parent"][f"bpb_{p}"] = parent_items
             items["parent"][f"kl_{p}"] = np.zeros(n_items)
-            for arm, choice in choices.items():
-                arch = tuple(choice)
+            for arm, choice in choices[p].items():
+                c = archs.index(tuple(choice))
                 m = metrics[arm]
-                if arch not in done:  # identical architectures are evaluated once
-                    child = assemble_child(model, lib, choice)
-                    res: dict[str, Any] = {}
-                    bpb_rows, kl_rows = [], []
-                    for k, v in ev.items():
-                        with torch.no_grad():
-                            logits = child(input_ids=v, use_cache=False).logits
-                        res["bpb_" + k] = _bpb(logits, v, tokenizer)
-                        bpb_rows.append(_bpb_windows(logits, v, tokenizer))
-                        kl_rows.append(_kl_windows(parent_logits[k], logits))
-                        del logits
-                    res["bpb_items"] = np.concatenate(bpb_rows)
-                    res["kl_items"] = np.concatenate(kl_rows)
-                    tp_parent, tp_child = [], []
-                    for _ in range(config.tp_reps):  # interleaved so that load changes hit both alike
-                        tp_parent.append(_tokens_per_s(model, x_tp))
-                        tp_child.append(_tokens_per_s(child, x_tp))
-                    res["speedup"] = statistics.median(tp_child) / statistics.median(tp_parent)
-                    if arm == "mip":
-                        series["samples"][p] = _sample(child, tokenizer)
-                    done[arch] = res
-                    del child
-                    if dims["hidden"] >= 256:
-                        gc.collect()
-                res = done[arch]
                 for k in ev:
-                    m[f"{k}_bpb_{p}"] = res["bpb_" + k]
-                items[arm][f"bpb_{p}"] = res["bpb_items"]
-                items[arm][f"kl_{p}"] = res["kl_items"]
-                m[f"speedup_{p}"] = res["speedup"]
+                    sel = corpus_of == k
+                    m[f"{k}_bpb_{p}"] = float(quality.nll[c, sel].sum() / math.log(2) / n_bytes[sel].sum())
+                items[arm][f"bpb_{p}"] = quality.nll[c] / math.log(2) / n_bytes
+                items[arm][f"kl_{p}"] = quality.kl[c]
+                m[f"speedup_{p}"] = speedups[c]
                 m[f"pred_ratio_{p}"] = predicted(choice) / parent_ms
                 pred_err.append(abs(1.0 / m[f"speedup_{p}"] - m[f"pred_ratio_{p}"]) / m[f"pred_ratio_{p}"])
                 gi = choice_to_groups(choice)
@@ -582,8 +614,17 @@ class PuzzleCheck(ClaimCheck[PuzzleCheckConfig]):
                 ctx.log(
                     f"{arm} @ {p}%: " + ", ".join(f"{k} {v:.4g}" for k, v in m.items() if k.endswith(f"_{p}"))
                 )
+            series["samples"][p] = _sample(
+                assemble_child(model, lib, choices[p]["mip"], share_weights=True), tokenizer
+            )
         series["latency_prediction_rel_err"] = float(np.mean(pred_err))
-        series["seconds"] = {"bld": t_bld, "score": t_score, "total": time.perf_counter() - t_start}
+        series["seconds"] = {
+            "bld": t_bld,
+            "score": t_score,
+            "eval": t_eval,
+            "throughput": t_tp,
+            "total": time.perf_counter() - t_start,
+        }
         notes = (
             f"model {config.model}; BLD {config.n_calib}x{config.seq} tokens, {config.bld_steps} steps, lrs "
             f"{config.bld_lrs} + init chosen on {config.n_val} windows; scores on {2 * config.n_score}x"
