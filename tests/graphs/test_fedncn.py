@@ -329,6 +329,36 @@ def test_fedncn_history_and_determinism(graph, part) -> None:
     assert off.history["cross_links"] == [0.0, 0.0] and off.history["restored_share"] == [0.0, 0.0]
 
 
+def test_warmup_rounds_skip_discarded_kmeans(graph, part, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A warm-up round's clustering is thrown away (the next round restarts from k-means++), so the
+    baselines cluster only from the last warm-up round on (FedAvg: after it); labels are unchanged."""
+    from icml25.graphs.fedncn import federated
+
+    cfg = dataclasses.replace(TINY, rounds=5, warmup_rounds=3)
+    before = {
+        "centralised": run_centralised(graph, 3, cfg, seed=2).labels,
+        "local": run_local(part, 3, cfg, seed=2).labels,
+        "fedavg": run_fedavg(part, 3, cfg, seed=2).labels,
+    }
+    calls: list[bool] = []
+    real = federated.kmeans
+
+    def spy(z, k, *, init=None, seed=0):  # type: ignore[no-untyped-def]
+        calls.append(init is None)
+        return real(z, k, init=init, seed=seed)
+
+    monkeypatch.setattr(federated, "kmeans", spy)
+    m = len(part.clients)
+    assert np.array_equal(run_centralised(graph, 3, cfg, seed=2).labels, before["centralised"])
+    assert len(calls) == 3  # rounds 2 (last warm-up), 3, 4
+    calls.clear()
+    assert np.array_equal(run_local(part, 3, cfg, seed=2).labels, before["local"])
+    assert len(calls) == 3 * m
+    calls.clear()
+    assert np.array_equal(run_fedavg(part, 3, cfg, seed=2).labels, before["fedavg"])
+    assert len(calls) == 2 * m + 1  # rounds 3, 4 and the one alignment of the clients' centres
+
+
 def test_random_partition_loses_more_links(graph) -> None:
     assert random_partition(graph, 3).dropped_fraction > louvain_partition(graph, 3).dropped_fraction
 

@@ -283,8 +283,9 @@ def run_centralised(
         if r < config.warmup_rounds:
             centers = None
         train_local(model, x, adj, config.local(), centers=centers, edge_index=data.edge_index, generator=gen)
-        labels, c = kmeans(_embed(model, x, adj), num_clusters, init=centers, seed=seed)
-        centers = torch.from_numpy(c)
+        if r >= config.warmup_rounds - 1:  # before that the next round restarts from k-means++
+            labels, c = kmeans(_embed(model, x, adj), num_clusters, init=centers, seed=seed)
+            centers = torch.from_numpy(c)
         if progress:
             progress(r + 1, config.rounds)
     return ClusteringRun(labels)
@@ -310,6 +311,8 @@ def run_local(
             if r < config.warmup_rounds:
                 centers[i] = None
             train_local(model, x, adj, config.local(), centers=centers[i], edge_index=ei, generator=gen)
+            if r < config.warmup_rounds - 1:  # the next round restarts from k-means++
+                continue
             labels[i], c = kmeans(_embed(model, x, adj), num_clusters, init=centers[i], seed=seed)
             centers[i] = torch.from_numpy(c)
         if progress:
@@ -343,8 +346,10 @@ def run_fedavg(
             model.load_state_dict(global_model.state_dict())
             ref = [p.detach().clone() for p in global_model.parameters()]
             train_local(model, x, adj, local_cfg, centers=protos, reference=ref, edge_index=ei, generator=gen)
-            lab, c = kmeans(_embed(model, x, adj), num_clusters, init=protos, seed=seed)
             states.append(model.state_dict())
+            if warm:  # a warm-up round's clustering is discarded: skip its K-means
+                continue
+            lab, c = kmeans(_embed(model, x, adj), num_clusters, init=protos, seed=seed)
             cents.append(c)
             counts.append(np.bincount(lab, minlength=num_clusters).astype(float))
             labels.append(lab)
