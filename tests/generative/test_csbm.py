@@ -427,3 +427,63 @@ def test_raw_first_step_flag_returns_the_prediction_at_t1_only() -> None:
     assert torch.allclose(raw[0], pred[0])
     assert not torch.allclose(mixed[0], pred[0])
     assert torch.allclose(raw[1], mixed[1])
+
+
+def _pairs_seen(monkeypatch: pytest.MonkeyPatch, config: DIMFConfig) -> set[tuple[int, ...]]:
+    """The distinct (x_0, x_{N+1}) training pairs that learned D-IMF fits on."""
+    from icml25.generative.csbm import model as csbm_model
+
+    seen: set[tuple[int, ...]] = set()
+    original = csbm_model.csbm_loss
+
+    def recording(net, ref, x_start, x_end, gen, *args):  # type: ignore[no-untyped-def]
+        seen.update(tuple(r) for r in torch.cat([x_start, x_end], 1).tolist())
+        return original(net, ref, x_start, x_end, gen, *args)
+
+    g = torch.Generator().manual_seed(0)
+    start, end = torch.randint(0, 12, (400, 2), generator=g), torch.randint(0, 12, (400, 2), generator=g)
+    with monkeypatch.context() as patch:
+        patch.setattr(csbm_model, "csbm_loss", recording)
+        train_dimf(_ref(s=12, n=2, alpha=0.2), start, end, config)
+    return seen
+
+
+def test_resample_pairs_flag_draws_fresh_pairs_every_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Default: every projection fits on a pool of n_pairs pairs drawn once (2 rounds x 2 directions
+    x 8 pairs = at most 32 distinct pairs); resample_pairs=True (the official loop) draws a fresh
+    batch at every step, model-translated in round 2."""
+    base = dict(
+        iterations=2, first_steps=6, steps=6, batch_size=16, n_pairs=8, net=NetConfig(hidden=8, depth=1)
+    )
+    assert DIMFConfig(**base).resample_pairs is False  # type: ignore[arg-type]
+    pooled = _pairs_seen(monkeypatch, DIMFConfig(**base))  # type: ignore[arg-type]
+    fresh = _pairs_seen(monkeypatch, DIMFConfig(**base, resample_pairs=True))  # type: ignore[arg-type]
+    assert 0 < len(pooled) <= 32
+    assert len(fresh) > 100
+    with pytest.raises(TypeError, match="resample_pairs"):
+        DIMFConfig(resample_pairs=1)  # type: ignore[arg-type]
+
+
+def test_resample_pairs_flag_runs_in_every_trainer() -> None:
+    from icml25.generative.csbm.continuous import train_continuous_bm, train_continuous_dimf
+    from icml25.generative.csbm.model import train_bridge_matching
+
+    cfg = DIMFConfig(
+        iterations=2,
+        first_steps=3,
+        steps=2,
+        batch_size=8,
+        n_pairs=4,
+        resample_pairs=True,
+        net=NetConfig(hidden=8),
+    )
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randint(0, 6, (50, 2), generator=g), torch.randint(0, 6, (50, 2), generator=g)
+    net = train_bridge_matching(_ref(s=6, n=2), a, b, cfg, 3)
+    assert sample_chain(net, _ref(s=6, n=2), b[:5], g).shape == (5, 2)
+    res = train_continuous_dimf(a.double(), b.double(), cfg, sigma=0.5, n_sample_steps=3)
+    assert len(res.forward) == 2 and all(torch.isfinite(torch.tensor(loss)).all() for loss in res.losses)
+    assert train_continuous_bm(a.double(), b.double(), cfg, 0.5, 3)(a[:4].float(), torch.zeros(4)).shape == (
+        4,
+        2,
+    )

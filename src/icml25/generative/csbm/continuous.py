@@ -168,8 +168,9 @@ def train_continuous_dimf(
 ) -> ContinuousDIMFResult:
     """Continuous D-IMF (DSBM) between ``source`` (time 0) and ``target`` (time 1), real ``(n, D)``.
 
-    Uses ``config``'s rounds, steps, batch size, learning rate, pool size ``n_pairs`` and network size;
-    its loss weights do not apply (the loss is drift matching)."""
+    Uses ``config``'s rounds, steps, batch size, learning rate, pool size ``n_pairs`` (or fresh pairs
+    every step with ``config.resample_pairs``, as the official CSBM loop) and network size; its loss
+    weights do not apply (the loss is drift matching)."""
     check_finite_array("source", source, ndim=2)
     check_finite_array("target", target, ndim=2)
     if source.shape[1] != target.shape[1]:
@@ -201,8 +202,52 @@ def train_continuous_dimf(
         cb = None if progress is None else (lambda d, n: progress(task, d, n))
         return list(fit(net, loss_fn, (a, c), fit_cfg(steps), seed=s, progress=cb).train_loss)
 
+    def train_fresh(
+        net: DriftNet, draw: Callable[[torch.Generator], tuple[Tensor, Tensor]], steps: int, s: int, task: str
+    ) -> list[float]:
+        # config.resample_pairs: a fresh batch of pairs every step (the official CSBM loop)
+        def loss_fn(model: nn.Module, batch: Tensor, g: torch.Generator) -> Tensor:
+            del batch
+            a, c = draw(g)
+            return bridge_drift_loss(model, a, c, sigma, "forward", g)  # type: ignore[arg-type]
+
+        cb = None if progress is None else (lambda d, n: progress(task, d, n))
+        return list(fit(net, loss_fn, config.batch_size, fit_cfg(steps), seed=s, progress=cb).train_loss)
+
+    def batch_of(data: Tensor, g: torch.Generator) -> Tensor:
+        return data[torch.randint(0, data.shape[0], (config.batch_size,), generator=g)]
+
+    def fresh_forward(it: int) -> Callable[[torch.Generator], tuple[Tensor, Tensor]]:
+        def draw(g: torch.Generator) -> tuple[Tensor, Tensor]:
+            if it == 0:
+                return batch_of(src, g), batch_of(tgt, g)
+            c = batch_of(tgt, g)
+            return sample_sde(bwd, c, sigma, n_sample_steps, g), c
+
+        return draw
+
+    def fresh_backward(it: int) -> Callable[[torch.Generator], tuple[Tensor, Tensor]]:
+        def draw(g: torch.Generator) -> tuple[Tensor, Tensor]:
+            if it == 0:
+                return batch_of(tgt, g), batch_of(src, g)
+            a = batch_of(src, g)
+            return sample_sde(fwd, a, sigma, n_sample_steps, g), a
+
+        return draw
+
     for it in range(config.iterations):
         steps = config.first_steps if it == 0 else config.steps
+        if config.resample_pairs:
+            loss_f = train_fresh(
+                fwd, fresh_forward(it), steps, seed + 7 * it, f"continuous round {it + 1} forward"
+            )
+            loss_b = train_fresh(
+                bwd, fresh_backward(it), steps, seed + 7 * it + 3, f"continuous round {it + 1} backward"
+            )
+            result.forward.append(_frozen(fwd))
+            result.backward.append(_frozen(bwd))
+            result.losses.append(loss_f + loss_b)
+            continue
         if it == 0:
             a, c = pick(src), pick(tgt)
         else:
@@ -234,7 +279,8 @@ def train_continuous_bm(
     *,
     seed: int = 0,
 ) -> DriftNet:
-    """One forward drift network fitted for ``steps`` steps on independent pairs (continuous bridge
+    """One forward drift network fitted for ``steps`` steps on independent pairs (a pool of
+    ``config.n_pairs``, or fresh pairs every step with ``config.resample_pairs``; continuous bridge
     matching, the first round of :func:`train_continuous_dimf` without the backward network)."""
     check_finite_array("source", source, ndim=2)
     check_finite_array("target", target, ndim=2)
@@ -243,6 +289,17 @@ def train_continuous_bm(
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     net = DriftNet(source.shape[1], config.net)
+    if config.resample_pairs:
+        src, tgt = source.double(), target.double()
+
+        def fresh_loss(model: nn.Module, batch: Tensor, g: torch.Generator) -> Tensor:
+            del batch  # fresh independent pairs every step
+            a = src[torch.randint(0, src.shape[0], (config.batch_size,), generator=g)]
+            c = tgt[torch.randint(0, tgt.shape[0], (config.batch_size,), generator=g)]
+            return bridge_drift_loss(model, a, c, sigma, "forward", g)  # type: ignore[arg-type]
+
+        fit(net, fresh_loss, config.batch_size, dimf_fit_config(config, steps), seed=seed)
+        return _frozen(net)
     a = source.double()[torch.randint(0, source.shape[0], (config.n_pairs,), generator=gen)]
     c = target.double()[torch.randint(0, target.shape[0], (config.n_pairs,), generator=gen)]
 

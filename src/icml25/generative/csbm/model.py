@@ -196,8 +196,14 @@ def train_markovian_projection(
 
 @dataclass(frozen=True)
 class DIMFConfig:
-    """Learned D-IMF: ``iterations`` rounds; ``first_steps`` steps for iteration 1 and ``steps`` after;
-    ``n_pairs`` training pairs per projection (independent pairs in round 1, model pairs later)."""
+    """Learned D-IMF (Sec. 4, Algorithm 1): ``iterations`` rounds; ``first_steps`` steps for
+    iteration 1 and ``steps`` after; ``n_pairs`` training pairs per projection (independent pairs in
+    round 1, model pairs later), drawn once per projection and then batched with replacement.
+
+    ``resample_pairs=True`` runs the official code's behaviour instead: every training step draws a
+    fresh batch of ``batch_size`` pairs (data drawn with replacement; in rounds after the first the
+    other direction's network translates that batch), so ``n_pairs`` is unused. Default ``False``
+    (the fixed pool that produced the recorded results)."""
 
     iterations: int = 3
     steps: int = 500
@@ -207,10 +213,13 @@ class DIMFConfig:
     n_pairs: int = 4096
     net: NetConfig = NetConfig()
     loss: LossWeights = LossWeights()
+    resample_pairs: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self, positive_int=("iterations", "steps", "first_steps", "batch_size", "n_pairs"))
         check_fields(self, positive=("lr",))
+        if not isinstance(self.resample_pairs, bool):
+            raise TypeError(f"resample_pairs must be a bool, got {type(self.resample_pairs).__name__}")
 
 
 @dataclass
@@ -247,7 +256,8 @@ def train_bridge_matching(
     progress: Callable[[int, int], None] | None = None,
 ) -> EndpointNet:
     """One forward network (end -> start) fitted for ``steps`` steps on a pool of ``config.n_pairs``
-    independent pairs: bridge matching, i.e. D-IMF's first round without the backward network."""
+    independent pairs (fresh pairs every step with ``config.resample_pairs``): bridge matching, i.e.
+    D-IMF's first round without the backward network."""
     check_positive("steps", steps, integer=True)
     for name, x in (("start_data", start_data), ("end_data", end_data)):
         if not isinstance(x, Tensor) or x.dtype.is_floating_point or x.ndim != 2 or x.shape[0] == 0:
@@ -255,12 +265,69 @@ def train_bridge_matching(
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     net = EndpointNet(start_data.shape[1], ref.S, ref.N + 2, config.net)
+    if config.resample_pairs:
+        _fit_on_fresh_pairs(
+            net,
+            ref,
+            _independent_pairs(start_data, end_data, config.batch_size),
+            dimf_fit_config(config, steps),
+            seed=seed,
+            weights=config.loss,
+            progress=progress,
+        )
+        return _copy(net)
     ys = start_data[torch.randint(0, start_data.shape[0], (config.n_pairs,), generator=gen)]
     xs = end_data[torch.randint(0, end_data.shape[0], (config.n_pairs,), generator=gen)]
     train_markovian_projection(
         net, ref, ys, xs, dimf_fit_config(config, steps), seed=seed, weights=config.loss, progress=progress
     )
     return _copy(net)
+
+
+PairDraw = Callable[[torch.Generator], tuple[Tensor, Tensor]]
+
+
+def _independent_pairs(start_data: Tensor, end_data: Tensor, batch: int) -> PairDraw:
+    """Draws ``batch`` independent ``(x_0, x_{N+1})`` pairs, each side with replacement."""
+
+    def draw(gen: torch.Generator) -> tuple[Tensor, Tensor]:
+        ys = start_data[torch.randint(0, start_data.shape[0], (batch,), generator=gen)]
+        xs = end_data[torch.randint(0, end_data.shape[0], (batch,), generator=gen)]
+        return ys.long(), xs.long()
+
+    return draw
+
+
+def _model_pairs(data: Tensor, other: EndpointNet, ref: CategoricalReference, batch: int) -> PairDraw:
+    """Draws ``batch`` data points ``x`` and returns ``(x, other(x))``: pairs of the reciprocal
+    projection of ``other``'s coupling, the data on the trained network's start side."""
+
+    def draw(gen: torch.Generator) -> tuple[Tensor, Tensor]:
+        x = data[torch.randint(0, data.shape[0], (batch,), generator=gen)].long()
+        return x, sample_chain(other, ref, x, gen)
+
+    return draw
+
+
+def _fit_on_fresh_pairs(
+    net: EndpointNet,
+    ref: CategoricalReference,
+    draw: PairDraw,
+    fit_config: FitConfig,
+    *,
+    seed: int,
+    weights: LossWeights,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[float]:
+    """The official training loop: each step fits ``net`` on a fresh batch from ``draw``."""
+
+    def loss_fn(model: nn.Module, batch: Tensor, gen: torch.Generator) -> Tensor:
+        del batch  # indices of a dummy data set: the pairs come from ``draw``
+        x_start, x_end = draw(gen)
+        return csbm_loss(model, ref, x_start, x_end, gen, weights)  # type: ignore[arg-type]
+
+    hist = fit(net, loss_fn, fit_config.batch_size, fit_config, seed=seed, progress=progress)
+    return list(hist.train_loss)
 
 
 def train_dimf(
@@ -303,27 +370,48 @@ def train_dimf(
             if progress is None
             else (lambda d, n, it=it: progress(f"D-IMF iteration {it + 1} forward", d, n))
         )
-        if it == 0:
-            ys, xs = pick(start_data), pick(end_data)
+        if config.resample_pairs:
+            draw = (
+                _independent_pairs(start_data, end_data, config.batch_size)
+                if it == 0
+                else _model_pairs(start_data, bwd, ref, config.batch_size)
+            )
+            loss_f = _fit_on_fresh_pairs(
+                fwd, ref, draw, fit_cfg(steps), seed=seed + 7 * it, weights=config.loss, progress=cb
+            )
         else:
-            ys = pick(start_data)
-            xs = sample_chain(bwd, ref, ys, gen)  # backward maps start -> end
-        loss_f = train_markovian_projection(
-            fwd, ref, ys, xs, fit_cfg(steps), seed=seed + 7 * it, weights=config.loss, progress=cb
-        )
+            if it == 0:
+                ys, xs = pick(start_data), pick(end_data)
+            else:
+                ys = pick(start_data)
+                xs = sample_chain(bwd, ref, ys, gen)  # backward maps start -> end
+            loss_f = train_markovian_projection(
+                fwd, ref, ys, xs, fit_cfg(steps), seed=seed + 7 * it, weights=config.loss, progress=cb
+            )
         cb = (
             None
             if progress is None
             else (lambda d, n, it=it: progress(f"D-IMF iteration {it + 1} backward", d, n))
         )
-        if it == 0:
-            xs2, ys2 = pick(end_data), pick(start_data)
+        if config.resample_pairs:
+            # the backward network's start is the source side (end_data)
+            draw = (
+                _independent_pairs(end_data, start_data, config.batch_size)
+                if it == 0
+                else _model_pairs(end_data, fwd, ref, config.batch_size)
+            )
+            loss_b = _fit_on_fresh_pairs(
+                bwd, ref, draw, fit_cfg(steps), seed=seed + 7 * it + 3, weights=config.loss, progress=cb
+            )
         else:
-            xs2 = pick(end_data)
-            ys2 = sample_chain(fwd, ref, xs2, gen)
-        loss_b = train_markovian_projection(
-            bwd, ref, xs2, ys2, fit_cfg(steps), seed=seed + 7 * it + 3, weights=config.loss, progress=cb
-        )
+            if it == 0:
+                xs2, ys2 = pick(end_data), pick(start_data)
+            else:
+                xs2 = pick(end_data)
+                ys2 = sample_chain(fwd, ref, xs2, gen)
+            loss_b = train_markovian_projection(
+                bwd, ref, xs2, ys2, fit_cfg(steps), seed=seed + 7 * it + 3, weights=config.loss, progress=cb
+            )
         result.forward.append(_copy(fwd))
         result.backward.append(_copy(bwd))
         result.losses.append(loss_f + loss_b)
