@@ -228,11 +228,54 @@ def test_merged_lora_is_the_same_function_and_restores_the_weights_bit_for_bit()
         pass
 
 
+def test_merged_lora_holds_the_weights_peft_merges_and_works_inside_inference_mode():
+    import copy
+
+    pm = add_lora(_net(), rank=2)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    reference = copy.deepcopy(pm)
+    reference.merge_adapter()  # peft's own merge: W += delta, in place
+    merged_ref = {k: v for k, v in reference.state_dict().items() if "lora_" not in k}
+    x, _ = _batch()
+    pm.eval()
+    with torch.inference_mode(), merged_lora(pm):
+        inside = {k: v.clone() for k, v in pm.state_dict().items() if "lora_" not in k}
+        pm(x)  # a forward pass runs on the merged weights inside inference mode
+    assert inside.keys() == merged_ref.keys()
+    for k, v in merged_ref.items():
+        assert torch.equal(inside[k], v), k  # the same merged numbers as peft's merge
+    assert not any(p.is_inference() for p in pm.parameters())
+    from peft.tuners.lora import LoraLayer
+
+    assert not any(m.merged for m in pm.modules() if isinstance(m, LoraLayer))
+
+
+def test_make_adamw_multi_tensor_update_is_bit_identical_to_the_per_tensor_loop():
+    torch.manual_seed(0)
+    nets = [add_lora(_net(), rank=2) for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    opt_a = make_adamw(nets[0], 1e-2)
+    params_b = [p for p in nets[1].parameters() if p.requires_grad]
+    opt_b = torch.optim.AdamW(params_b, lr=1e-2, weight_decay=0.01, foreach=False)
+    assert opt_a.defaults["foreach"] is True
+    x, y = _batch()
+    for _ in range(5):
+        for net, opt in zip(nets, (opt_a, opt_b), strict=True):
+            opt.zero_grad()
+            torch.nn.functional.binary_cross_entropy_with_logits(net(x), y).backward()
+            opt.step()
+    for (k, a), b in zip(nets[0].state_dict().items(), nets[1].state_dict().values(), strict=True):
+        assert torch.equal(a, b), k
+
+
 def test_shortcut_pool_equals_the_ceil_mode_average_pool():
     from icml25.life.h_tuning.model import _avg_pool
 
     pool = torch.nn.AvgPool1d(4, 4, ceil_mode=True)
-    for length in (500, 125, 32, 7):  # divisible lengths take the reshaped mean, others the kernel
+    for length in (500, 125, 32, 7, 3):  # divisible lengths, a ragged last window, one window
         x = torch.randn(3, 5, length)
         torch.testing.assert_close(_avg_pool(x, pool, 4), pool(x), atol=1e-6, rtol=1e-6)
 

@@ -52,11 +52,14 @@ __all__ = [
 
 
 def _avg_pool(x: Tensor, pool: nn.AvgPool1d, stride: int) -> Tensor:
-    """The shortcut's ceil-mode average pool; a reshaped mean when ``stride`` divides the length
-    (the same numbers up to round-off, several times faster than the pooling kernel here)."""
-    if x.shape[-1] % stride == 0:
-        return x.unflatten(-1, (x.shape[-1] // stride, stride)).mean(-1)
-    return pool(x)
+    """The shortcut's ceil-mode average pool as reshaped means (the same numbers up to round-off,
+    faster than the pooling kernel here): full windows, then the ragged last window's mean over the
+    samples it covers (the kernel's divisor without padding)."""
+    n, rest = divmod(x.shape[-1], stride)
+    full = x[..., : n * stride].unflatten(-1, (n, stride)).mean(-1)
+    if not rest:
+        return full
+    return torch.cat([full, x[..., n * stride :].mean(-1, keepdim=True)], dim=-1)
 
 
 class _ResidualBlock(nn.Module):
@@ -226,12 +229,17 @@ def merge_lora(model: nn.Module) -> ECGNet:
 @contextmanager
 def merged_lora(model: nn.Module) -> Iterator[nn.Module]:
     """Fold every LoRA update into its base weight, W + s B A (Sec. 3.1), for the duration of the
-    block, then restore the base weights bit for bit (copied back, not subtracted).
+    block, then put the base weights back bit for bit.
 
     For forward passes without gradients (H-Tuning's and MeZO's zeroth-order passes, validation):
     a merged conv layer is one convolution instead of three (base, ``lora_A``, ``lora_B``), the same
     function up to floating-point round-off. Gradients do not reach the LoRA tensors inside the block.
     A model without (unmerged) ``peft`` LoRA layers passes through unchanged.
+
+    Each base weight's storage is swapped for a new tensor ``W + delta`` (``peft``'s own
+    ``get_delta_weight``, added as ``peft``'s ``merge`` adds it: the same merged numbers) and swapped
+    back afterwards, so nothing is cloned, copied back or unmerged; layers ``peft`` merges in another
+    way (variants such as DoRA, LoRA biases, several adapters) take ``peft``'s ``merge`` and a copy.
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
@@ -244,20 +252,42 @@ def merged_lora(model: nn.Module) -> Iterator[nn.Module]:
         yield model
         return
     layers: list[Any] = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.merged]
-    saved: list[tuple[Any, Tensor]] = []
+    swapped: list[tuple[Any, Tensor]] = []  # (layer, its base weight's own data)
+    copied: list[tuple[Any, Tensor]] = []  # (layer, a copy of its base weight) for peft's merge
     try:
-        with torch.no_grad():
+        # normal tensors even inside inference mode (they become a parameter's data)
+        with torch.inference_mode(False), torch.no_grad():
             for layer in layers:
                 weight = layer.get_base_layer().weight
-                saved.append((layer, weight.detach().clone()))
-                layer.merge()
+                adapters = [a for a in layer.active_adapters if a in layer.lora_A]
+                if len(adapters) == 1 and _plain_lora(layer, adapters[0]):
+                    data = weight.data
+                    weight.data = data + layer.get_delta_weight(adapters[0]).to(data.dtype)
+                    swapped.append((layer, data))
+                    layer.merged_adapters.append(adapters[0])
+                else:
+                    copied.append((layer, weight.detach().clone()))
+                    layer.merge()
         yield model
     finally:
         with torch.no_grad():
-            for layer, original in saved:
+            for layer, data in swapped:
+                layer.get_base_layer().weight.data = data
+                layer.merged_adapters.clear()
+            for layer, original in copied:
                 if layer.merged:
                     layer.unmerge()  # resets peft's merged flag; the weight is then copied back exactly
                 layer.get_base_layer().weight.copy_(original)
+
+
+def _plain_lora(layer: Any, adapter: str) -> bool:
+    """Vanilla LoRA (no variant, no LoRA bias, a conv with one group): ``peft`` merges it as
+    ``W += get_delta_weight(adapter)``."""
+    return (
+        adapter not in getattr(layer, "lora_variant", {})
+        and not getattr(layer, "lora_bias", {}).get(adapter, False)
+        and getattr(layer.get_base_layer(), "groups", 1) == 1
+    )
 
 
 def trainable_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:

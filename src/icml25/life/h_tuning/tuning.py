@@ -81,12 +81,11 @@ def _bce(logits: Tensor, y: Tensor) -> Tensor:
 
 
 def _check_batch(x: object, y: object, model: nn.Module) -> None:
-    check_finite_tensor("x", x, ndim=3, floating=True)
+    unwrap_model(model).check_input(x)  # a finite float (b, leads, length) tensor: x is scanned once
     check_finite_tensor("y", y, ndim=2, floating=True)
     assert isinstance(x, Tensor) and isinstance(y, Tensor)
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y must have the same batch size, got {x.shape[0]} and {y.shape[0]}")
-    unwrap_model(model).check_input(x)
 
 
 @torch.no_grad()
@@ -144,12 +143,16 @@ def linear_warmup_decay(optimizer: torch.optim.Optimizer, total_steps: int, warm
 
 
 def make_adamw(model: nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
-    """AdamW over the trainable parameters (official: weight decay 0.01)."""
+    """AdamW over the trainable parameters (official: weight decay 0.01).
+
+    ``foreach=True``: the multi-tensor update, the same numbers bit for bit as the per-tensor loop
+    torch picks by default on the CPU (tested), with one call per operation instead of one per
+    parameter tensor (a LoRA model has about a hundred)."""
     check_positive("lr", lr)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters")
-    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
 def _split_params(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
