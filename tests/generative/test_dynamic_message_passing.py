@@ -41,6 +41,7 @@ from icml25.generative.dynamic_message_passing.check import (
     ARMS,
     CHECK,
     DMPCheckConfig,
+    fixed_order_batches,
     marginals_reference,
     schedule_of,
     train_flow_model,
@@ -702,3 +703,33 @@ def test_bn_stats_diagnostic_changes_no_result() -> None:
         assert np.isfinite(diag.metrics[arm]["cov_gap_closed_official_bn_stats"].mean)
         assert plain.metrics[arm]["cov_err"].mean == diag.metrics[arm]["cov_err"].mean
         assert np.isfinite(diag.metrics[arm]["val_loss_official_bn_stats"].mean)
+
+
+def _batches_seen(cfg: DMPCheckConfig, n: int) -> list[list[int]]:
+    seen: list[list[int]] = []
+
+    def loss(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        seen.append(b[:, 0, 0].long().tolist())
+        return (m(b) ** 2).mean()
+
+    torch.manual_seed(0)
+    train_flow_model(torch.nn.Linear(1, 1), loss, torch.arange(n).float().view(n, 1, 1), cfg, 1e-3, 0)  # type: ignore[arg-type]
+    return seen
+
+
+def test_batch_order_fixed_runs_the_official_unshuffled_loader() -> None:
+    """Official: a PyG DataLoader without shuffle (the same consecutive batches every epoch, the last
+    one short); the default reshuffles every epoch."""
+    cfg = dataclasses.replace(CHECK.config("tiny"), steps=9, batch_size=4, warmup_steps=0, ema_decay=0.0)
+    assert cfg.batch_order == "shuffle" and CHECK.config("small").batch_order == "shuffle"
+    assert CHECK.config("full").batch_order == "fixed"
+    epoch = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert _batches_seen(dataclasses.replace(cfg, batch_order="fixed"), 10) == epoch * 3
+    shuffled = _batches_seen(cfg, 10)
+    assert len(shuffled) == 9 and shuffled != epoch * 3
+    assert all(sorted(sum(shuffled[i : i + 3], [])) == list(range(10)) for i in (0, 3, 6))  # epochs
+    assert shuffled[0:3] != shuffled[3:6] or shuffled[3:6] != shuffled[6:9]  # reshuffled
+    with pytest.raises(ValueError, match="batch_order"):
+        dataclasses.replace(cfg, batch_order="sorted")
+    with pytest.raises(ValueError, match="batch_size"):
+        fixed_order_batches(10, 0)

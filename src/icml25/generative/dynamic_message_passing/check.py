@@ -176,7 +176,8 @@ and ``full`` use), 1500 steps of batch 32 (``steps``, ``batch_size``; official 1
 cosine decay of the learning rate (``lr_schedule``; official: constant), 50 Euler steps (``euler_steps``;
 official 200) and the gradient norm clipped at 1 (``grad_clip``; official: no clipping, the default);
 everywhere a coarser simulation grid (``ds``, ``dt``: 0.4 and 0.02 instead of 0.2 and 0.005; ``full``
-uses the official grid).
+uses the official grid) and batches reshuffled every epoch (``batch_order="shuffle"``; the official
+loader keeps one order, ``batch_order="fixed"``, which ``full`` uses).
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ import dataclasses
 import functools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,7 +196,7 @@ import torch
 from icml25.core.check import ClaimCheck, NeedsResource, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
 from icml25.core.tuning import best_on_validation
-from icml25.core.validate import check_fields, check_in_range
+from icml25.core.validate import check_fields, check_in_range, check_positive
 from icml25.nn.diffusion import EMA
 from icml25.nn.flow_matching import euler_sample, flow_matching_loss
 from icml25.nn.params import count_parameters
@@ -217,6 +218,7 @@ REFERENCES = ("marginals", "data_floor", "mean_field")
 NORMALISATIONS = ("minmax", "standard")
 #: the learning rate after the warm-up: the official constant rate, or a cosine decay to 0 (small)
 LR_SCHEDULES = ("constant", "cosine")
+BATCH_ORDERS = ("shuffle", "fixed")
 #: share of the marginals-to-floor gap closed, per measure: the covariance error (the gate's measure),
 #: the energy distance and the flattened W1 (reported), and (diagnostic) the W1 with the official
 #: shared-BatchNorm statistics on the same weights. (gap key, metric, its marginals/floor metric)
@@ -274,6 +276,7 @@ class DMPCheckConfig:
     lr_schedule: str = "constant"
     ema_decay: float = 0.95
     grad_clip: float = 0.0
+    batch_order: str = "shuffle"
     fused_adam: bool = True
     val_repeats: int = 2
     euler_steps: int = 200
@@ -333,6 +336,10 @@ class DMPCheckConfig:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(
                 f"DMPCheckConfig.lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}"
+            )
+        if self.batch_order not in BATCH_ORDERS:
+            raise ValueError(
+                f"DMPCheckConfig.batch_order must be one of {BATCH_ORDERS}, got {self.batch_order!r}"
             )
         if self.n_train < self.n_test:
             raise ValueError(
@@ -524,6 +531,21 @@ def _graph_stats(arm: str, config: DMPCheckConfig, pos: torch.Tensor, seed: int)
     }
 
 
+def fixed_order_batches(n: int, batch_size: int) -> Iterator[slice]:
+    """The official ST training loop's batches (a PyG ``DataLoader`` without ``shuffle=True``,
+    ``drop_last=False``): slices ``[0, b), [b, 2b), ...`` of the ``n`` training samples in data
+    order, the last one short when ``b`` does not divide ``n``, repeated every epoch without end."""
+    check_positive("n", n, integer=True)
+    check_positive("batch_size", batch_size, integer=True)
+
+    def cycle() -> Iterator[slice]:
+        while True:
+            for start in range(0, n, batch_size):
+                yield slice(start, min(start + batch_size, n))
+
+    return cycle()
+
+
 def train_flow_model(
     model: NCGNVelocity,
     loss_fn: Any,
@@ -539,6 +561,12 @@ def train_flow_model(
     (0, the official script: no clipping), and an EMA of the weights with decay ``config.ema_decay``
     per step (0: no EMA, the last weights are kept). ``config.fused_adam`` uses torch's fused Adam
     kernel: the same update up to float round-off, with fewer calls per step on the CPU.
+
+    ``config.batch_order="shuffle"`` (the default) reshuffles the training samples every epoch;
+    ``"fixed"`` is the official loop (a PyG ``DataLoader`` without ``shuffle=True``): every epoch
+    visits the same consecutive batches in data order, the last one short when ``batch_size`` does
+    not divide the number of samples (:func:`fixed_order_batches`). Each visit still draws fresh noise
+    and a fresh time.
     """
     fit_cfg = FitConfig(
         steps=config.steps,
@@ -552,10 +580,23 @@ def train_flow_model(
         fused=config.fused_adam,
     )
     ema = EMA(model, config.ema_decay, module_keeps_tensors=True) if config.ema_decay > 0 else None
+    data: Any = x_train
+    step_loss = loss_fn
+    if config.batch_order == "fixed":
+        # the trainer's own sampler is not used: ``data`` is a size, and each step takes the next
+        # consecutive batch (sampling="full" draws nothing from the generator)
+        batches = fixed_order_batches(x_train.shape[0], config.batch_size)
+        fit_cfg = dataclasses.replace(fit_cfg, sampling="full")
+        data = x_train.shape[0]
+
+        def step_loss(m: Any, _idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+            dev = next(m.parameters()).device
+            return loss_fn(m, x_train[next(batches)].to(dev), gen)
+
     fit(
         model,
-        loss_fn,
-        x_train,
+        step_loss,
+        data,
         fit_cfg,
         seed=seed,
         post_step=(lambda m, _step: ema.update(m)) if ema is not None else None,
@@ -617,6 +658,7 @@ class DynamicMessagePassingCheck(ClaimCheck[DMPCheckConfig]):
             steps=1200,  # 300 epochs of 500 samples at batch 128
             euler_steps=200,
             conv="gat",
+            batch_order="fixed",
             device="cuda",
         ),
     }
