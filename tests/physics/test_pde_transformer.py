@@ -501,7 +501,13 @@ def test_small_claim_is_gated_on_beating_copy_and_judges_paired_log_errors() -> 
     claim = CHECK.claim_for(CHECK.config("small"))
     assert claim.references == ("copy_input", "damping")
     gates = {g.name: g for g in claim.gates_at("small")}
-    assert set(gates) == {"pde_transformer_beats_copy", "dit_beats_copy"}
+    assert set(gates) == {"pde_transformer_beats_copy", "dit_beats_copy", "dit_equal_flops_beats_copy"}
+    # issue 41 item 2: every arm that an arm-vs-arm criterion ranks has its own beats-copy gate
+    ranked = {a for c in claim.criteria_at("small") if c.other_arm is not None for a in (c.arm, c.other_arm)}
+    assert ranked == {"pde_transformer", "dit", "dit_equal_flops"}
+    for arm in ranked:
+        gate = gates[f"{arm}_beats_copy"]
+        assert (gate.arm, gate.metric, gate.op, gate.threshold) == (arm, "val_ratio_to_copy", "<=", 0.9)
     # a model that only copies its input (ratio 1) does not pass; one 20 % better than copying does
     for value, outcome in ((1.0, "fails"), (0.8, "holds")):
         metrics = {"pde_transformer": {"val_ratio_to_copy": MetricSummary.of([value])}}

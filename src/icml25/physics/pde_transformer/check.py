@@ -39,7 +39,10 @@ Gates (issue 41, declared before any small-scale number of this design was seen)
 and the equal-steps DiT each reach a validation 1-step nRMSE at most 0.9x that of copying the input
 (mean over seeds). The previous design failed this silently: on its own test data copying scored a
 1-step nRMSE of 0.084, the equal-steps DiT 0.083, the PDE-Transformer 0.115 and the equal-FLOPs DiT
-0.108, so its "not reproduced" ranked models that had learned nothing beyond the input.
+0.108, so its "not reproduced" ranked models that had learned nothing beyond the input. The same gate
+on the equal-FLOPs DiT, which two criteria rank, was added after the timed small run
+20261206T015625042274Z-4911bc (its ratio there: 0.857), because issue 41 item 2 asks for a
+beats-the-floor gate on every arm a criterion ranks; same threshold, nothing else changed.
 
 Criteria: paired over seeds and test items with a two-stage cluster bootstrap (seeds, then items), on
 the log nRMSE of each item (1 step: each test trajectory's mean one-step error; k steps: each test
@@ -132,7 +135,7 @@ EFFECT_SOURCE = (
 #: the small scale's families: Gray-Scott barely moves on a 32^2 grid (copying scores nRMSE 0.004 per
 #: step), so Kolmogorov flow (also in the paper's set) takes its place
 SMALL_FAMILIES = ("diffusion", "burgers", "navier_stokes", "kolmogorov")
-#: the gate: both arms of the headline beat copying the input on validation by this factor
+#: the gate: every trained arm a criterion ranks beats copying the input on validation by this factor
 BEATS_COPY = 0.9
 
 
@@ -345,7 +348,7 @@ def _gates() -> tuple[Criterion, ...]:
                 "over seeds): the model learned more than the identity, so ranking it means something"
             ),
         )
-        for arm in ("pde_transformer", "dit")
+        for arm in ARMS  # every arm a criterion ranks (issue 41 item 2: dit_equal_flops too)
     )
 
 
