@@ -644,7 +644,8 @@ def test_macro_average_precision_equals_sklearn_with_ties_and_duplicates():
 def test_macro_ap_points_matches_sklearn_on_bootstrap_rows_and_skips_one_sided_classes():
     from sklearn.metrics import average_precision_score
 
-    from icml25.life.h_tuning.check import macro_ap_points
+    from icml25.life.h_tuning.check import _ap_rows, macro_ap_points
+    from icml25.life.h_tuning.costs import _macro_ap
 
     rng = np.random.default_rng(1)
     y = (rng.random((300, 5)) < 0.2).astype(float)
@@ -653,9 +654,11 @@ def test_macro_ap_points_matches_sklearn_on_bootstrap_rows_and_skips_one_sided_c
     p = np.round(rng.random((300, 5)) + 0.3 * y, 2)  # ties
     for _ in range(3):
         idx = rng.integers(0, 300, 300)
-        rows = np.concatenate([y[idx], p[idx]], axis=1)
+        rows = _ap_rows(y, p)[idx]  # a bootstrap draw of [labels | probabilities | ranks] rows
         expected = 100 * np.mean([average_precision_score(y[idx, j], p[idx, j]) for j in range(3)])
         assert macro_ap_points(rows) == pytest.approx(expected, abs=1e-10)
+        # bit for bit the sort-based macro-AP of the same labels and probabilities
+        assert macro_ap_points(rows) == 100.0 * _macro_ap(y[idx] > 0.5, p[idx])
 
 
 def test_counted_memory_does_not_depend_on_the_seed_so_it_is_measured_once():
