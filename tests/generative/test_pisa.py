@@ -39,7 +39,7 @@ from icml25.generative.pisa import (
     threshold_masks,
     train_flow,
 )
-from icml25.generative.pisa.check import CHECK, TEST_DOMAINS
+from icml25.generative.pisa.check import CHECK, TEST_DOMAINS, relative_to_reference
 
 CFG = SimConfig(size=16, frames=10)
 
@@ -300,6 +300,13 @@ def test_tiny_check_runs_and_smoke_criteria_hold() -> None:
         for dom in TEST_DOMAINS:
             assert f"l2_{dom}" in res.metrics[arm]
     assert {f.file for f in res.figures} == {"trajectories.png", "sample_frames.png"}
+    # the PSFT criteria's paired metrics: per video over base's mean, so base's own is 1
+    for dom in ("seen", "unseen"):
+        for met in ("l2", "cd", "iou"):
+            assert res.metrics["base"][f"{met}_rel_{dom}"].mean == pytest.approx(1.0)
+            assert math.isfinite(res.metrics["sft"][f"{met}_rel_{dom}"].mean)
+    for arm in ("sft", "base"):  # every seen test video has a fit here: the pair's median is the metric's
+        assert res.metrics[arm]["g_err_pair_seen"].mean == pytest.approx(res.metrics[arm]["g_err_seen"].mean)
 
 
 def test_presets_and_full_scale_one_step() -> None:
@@ -328,9 +335,16 @@ def test_score_videos_gives_per_video_items_that_average_to_the_metrics() -> Non
     torch.manual_seed(0)
     seg = TinySeg((8, 8)).requires_grad_(False)
     m, s = score_videos(seg, as_tensor(clips.video), clips)
-    for key, item in (("iou", "iou_items"), ("iou_thr", "iou_thr_items"), ("l2", "l2_items")):
+    for key, item in (
+        ("iou", "iou_items"),
+        ("iou_thr", "iou_thr_items"),
+        ("l2", "l2_items"),
+        ("cd", "cd_items"),
+    ):
         assert s[item].shape == (5,)
         assert np.nanmean(s[item]) == pytest.approx(m[key])
+    assert s["g_err_items"].shape == (5,)
+    assert np.nanmedian(s["g_err_items"]) == pytest.approx(m["g_err"])
     np.testing.assert_allclose(s["iou_thr_items"], 1.0, atol=1e-2)  # clean renders: threshold = truth
 
 
@@ -343,3 +357,79 @@ def test_oro_headline_is_paired_against_equal_budget_psft_on_the_threshold_segme
     gates = {g.name for g in claim.gates_at("small")}
     assert gates == {"segmenter_works", "base_no_gravity", "sft_beats_static"}
     assert all(c.smallest_effect for c in claim.criteria_at("small") if c.other_arm is not None)
+
+
+def test_every_arm_vs_arm_criterion_is_paired_and_the_psft_ones_keep_their_meaning() -> None:
+    """Issue 41 item 2: the PSFT criteria (sft / base ratios) and g_toward_true were point comparisons
+    without an interval; they are paired per test video and seed, with smallest effects from the
+    config, and hold exactly when the old ratio conditions hold with confidence."""
+    from icml25.core.claims import MetricSummary, evaluate_criterion
+
+    cfg = CHECK.config("small")
+    claim = CHECK.claim_for(cfg)
+    psft = {f"sft_{kind}_{dom}" for kind in ("cuts_l2", "cuts_cd", "iou") for dom in ("seen", "unseen")}
+    crits = {c.name: c for c in claim.criteria_at("small")}
+    assert psft | {"g_toward_true"} <= set(crits)
+    for c in claim.criteria_at("small"):
+        if c.other_arm is not None:
+            assert c.paired and c.effect_source
+    for name in psft:
+        c = crits[name]
+        assert (c.arm, c.other_arm, c.smallest_effect) == ("sft", "base", cfg.min_effect_rel)
+        assert c.factor == pytest.approx(cfg.iou_factor if "iou" in name else 1 - cfg.min_cut)
+    g = crits["g_toward_true"]
+    assert (g.arm, g.other_arm, g.metric, g.op) == ("sft", "base", "g_err_pair_seen", "<")
+    assert g.smallest_effect == cfg.min_effect_g
+    changed = CHECK.claim_for(CHECK.config("small", {"min_effect_rel": 0.2, "min_effect_g": 0.3}))
+    assert {c.name: c.smallest_effect for c in changed.criteria}["sft_cuts_l2_seen"] == 0.2
+    assert {c.name: c.smallest_effect for c in changed.criteria}["g_toward_true"] == 0.3
+
+    rng = np.random.default_rng(0)
+    base = [rng.uniform(0.05, 0.15, 30) for _ in range(3)]
+
+    def judge(name: str, ratio: float) -> str:
+        sft = [ratio * b * rng.uniform(0.95, 1.05, b.size) for b in base]
+        pairs = [relative_to_reference(a, b) for a, b in zip(sft, base, strict=True)]
+        assert all(p is not None for p in pairs)
+        items = {
+            "sft": {crits[name].metric: [p[0] for p in pairs if p is not None]},
+            "base": {crits[name].metric: [p[1] for p in pairs if p is not None]},
+        }
+        metrics = {
+            arm: {m: MetricSummary.of([float(r.mean()) for r in rows]) for m, rows in v.items()}
+            for arm, v in items.items()
+        }
+        return evaluate_criterion(crits[name], metrics, items=items, resamples=500).outcome
+
+    assert judge("sft_cuts_l2_seen", 0.3) == "holds"  # a 70 % cut
+    assert judge("sft_cuts_l2_seen", 0.8) == "fails"  # a 20 % cut: not even 40 % - 0.1 of base
+    assert judge("sft_iou_unseen", 3.0) == "holds"
+    assert judge("sft_iou_unseen", 1.5) == "fails"
+
+    def judge_g(cut: float) -> str:  # medians over videos, as the g_err metric is one
+        b = [rng.uniform(0.8, 1.6, 30) for _ in range(3)]
+        a = [np.maximum(x - cut + rng.normal(0.0, 0.02, x.size), 0.0) for x in b]
+        items = {"sft": {g.metric: a}, "base": {g.metric: b}}
+        metrics = {
+            k: {g.metric: MetricSummary.of([float(np.median(r)) for r in v[g.metric]])}
+            for k, v in items.items()
+        }
+        res = evaluate_criterion(g, metrics, items=items, statistics=CHECK.item_statistics, resamples=500)
+        return res.outcome
+
+    assert judge_g(0.5) == "holds"
+    assert judge_g(0.0) == "fails"  # no move toward g: the interval excludes min_effect_g
+
+
+def test_relative_to_reference_pairs_defined_videos_and_scales_by_the_reference_mean() -> None:
+    a = np.array([1.0, np.nan, 3.0, 2.0])
+    b = np.array([2.0, 4.0, np.nan, 6.0])
+    pair = relative_to_reference(a, b)
+    assert pair is not None
+    np.testing.assert_allclose(pair[0], [0.25, 0.5])  # videos 0 and 3; base's mean there is 4
+    np.testing.assert_allclose(pair[1], [0.5, 1.5])
+    assert pair[0].mean() == pytest.approx(np.mean([1.0, 2.0]) / np.mean([2.0, 6.0]))
+    assert relative_to_reference(np.array([np.nan]), np.array([1.0])) is None
+    assert relative_to_reference(np.ones(2), np.zeros(2)) is None  # a zero reference mean has no ratio
+    with pytest.raises(ValueError, match="values and reference"):
+        relative_to_reference(np.ones(3), np.ones(4))

@@ -61,8 +61,10 @@ def score_videos(
     ``l2_thr`` / ``iou_thr`` (the same with :func:`threshold_masks` instead of the learned segmenter) and
     ``empty_frac`` (share of generated frames whose mask is empty); series holds the predicted and
     true centroid rows of the first ``keep`` videos and, per video (same order as ``clips``),
-    ``iou_items`` / ``iou_thr_items`` / ``l2_items`` (NaN where a video's metric is undefined), the
-    items a paired comparison of two generators on the same clips and noise uses.
+    ``iou_items`` / ``iou_thr_items`` / ``l2_items`` / ``cd_items`` and ``g_err_items`` (the relative
+    gravity error ``|g_hat - g| / g`` of each video; NaN where a video's metric is undefined, e.g. a
+    mask empty in every frame or fewer than 3 pre-impact frames), the items a paired comparison of
+    two generators on the same clips and noise uses.
     """
     check_finite_tensor("videos", videos, ndim=4, floating=True)
     if tuple(videos.shape) != clips.video.shape:
@@ -73,6 +75,7 @@ def score_videos(
     thr_masks = threshold_masks(videos.numpy(), clips)
     rows: list[dict[str, float]] = []
     g_hats: list[float] = []
+    g_err_items = np.full(len(clips), np.nan)
     traj_pd: list[list[float]] = []
     traj_gt: list[list[float]] = []
     thr_rows: list[dict[str, float]] = []
@@ -83,6 +86,7 @@ def score_videos(
         last = int(math.floor(clips.meta[i]["impact_time"] * clips.fps))
         if last >= 2:
             g_hats.append(fit_gravity(c_pd, clips.fps, clips.px_per_m, last_frame=last))
+            g_err_items[i] = abs(g_hats[-1] - g) / g
         if i < keep:
             traj_pd.append([float(v) for v in c_pd])
             traj_gt.append([float(v) for v in mask_centroids(gt_masks[i])[:, 0, 1]])
@@ -109,5 +113,7 @@ def score_videos(
         "iou_items": np.asarray([r["iou"] for r in rows], dtype=np.float64),
         "iou_thr_items": np.asarray([r["iou"] for r in thr_rows], dtype=np.float64),
         "l2_items": np.asarray([r["l2"] for r in rows], dtype=np.float64),
+        "cd_items": np.asarray([r["chamfer_distance"] for r in rows], dtype=np.float64),
+        "g_err_items": g_err_items,
     }
     return metrics, {"pred_y": traj_pd, "true_y": traj_gt, **per_video}

@@ -38,10 +38,21 @@ equal-budget continued PSFT on the threshold segmenter's IoU (which learned noth
 segmenter cannot be pleased instead), paired per test video and seed (two-stage bootstrap), smallest
 effect ``min_effect_iou`` = 0.01 (the paper's ORO(Seg) gains over PSFT: 0.003 real, 0.005 sim seen,
 0.016 sim unseen). Supporting: ``oro_improves_iou`` and ``oro_beats_cont_iou`` (learned segmenter,
-against PSFT and continued PSFT, paired, 0.01); the PSFT criteria as per-seed ratios against base
-(near-tautological: base never saw gravity): L2 and Chamfer cut by >= ``min_cut``, IoU x
-``iou_factor``, on seen and held-out objects; ``g_toward_true``; ``extrapolation_worse`` (L2 on higher
-drops >= ``extrap_factor`` x on seen drops).
+against PSFT and continued PSFT, paired, 0.01); the PSFT criteria against base (near-tautological: base
+never saw gravity): L2 and Chamfer cut by >= ``min_cut``, IoU x ``iou_factor``, on seen and held-out
+objects, each paired per test video and seed as ``sft - factor x base`` on every video's value divided
+by base's mean over the seed's videos (``relative_to_reference``; the estimate is the ratio of the two
+means minus the factor, the old per-seed ratio), smallest effect ``min_effect_rel`` = 0.1 of base's
+mean; ``g_toward_true``, sft's relative g error below base's, paired per seen test video (median over
+the videos both arms fit, as ``g_err`` is a median), smallest effect ``min_effect_g`` = 0.1;
+``extrapolation_worse`` (L2 on higher drops >= ``extrap_factor`` x on seen drops; one arm, a threshold).
+
+Changed after the recorded small runs (the last 20261205T165542026738Z-d6778e), because issue 41 item 2
+asks for a paired interval with a smallest effect on every arm-vs-arm criterion: the six PSFT criteria
+were point thresholds on per-seed ratios (sft / base; seen 0.059 / 0.028 / 3.32, unseen 0.089 / 0.065 /
+3.35 against 0.6, 0.6 and 2) and ``g_toward_true`` a point threshold on base's median error minus
+sft's (1.14 > 0). Their thresholds (``min_cut``, ``iou_factor``) are unchanged; ``min_effect_rel`` and
+``min_effect_g`` were declared with this change, before any small run of it.
 
 Criteria before issue 41 (declared before any small-scale number was seen): the same PSFT thresholds
 as arm-vs-arm point comparisons, and ``oro_improves_iou`` (a point comparison) as the headline.
@@ -71,6 +82,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,7 +92,7 @@ import numpy as np
 import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
-from icml25.core.claims import Claim, Criterion
+from icml25.core.claims import Claim, Criterion, paired_criterion
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 
@@ -131,6 +143,8 @@ class PisaCheckConfig:
     iou_factor: float = 2.0
     extrap_factor: float = 1.25
     min_effect_iou: float = 0.01
+    min_effect_rel: float = 0.1
+    min_effect_g: float = 0.1
     min_segmenter_iou: float = 0.9
 
     def __post_init__(self) -> None:
@@ -139,7 +153,7 @@ class PisaCheckConfig:
         )
         check_fields(
             self,
-            positive=("iou_factor", "extrap_factor", "min_effect_iou"),
+            positive=("iou_factor", "extrap_factor", "min_effect_iou", "min_effect_rel", "min_effect_g"),
             non_negative=("min_base_g_err", "min_segmenter_iou"),
         )
         if not 0 < self.min_cut < 1:
@@ -160,6 +174,17 @@ EFFECT_SOURCE = (
     "the paper's Table 1: ORO(Seg) raises IoU over PSFT by 0.003 (real), 0.005 (sim seen) and 0.016 (sim "
     "unseen); 0.01 IoU is about their middle (our IoUs are about 5x the paper's, so it is a smaller "
     "relative gain)"
+)
+
+
+REL_EFFECT_SOURCE = (
+    "declared (issue 41, after the small runs): 0.1 of base's mean in the same seed and videos, i.e. ten "
+    "percentage points of cut (or of IoU gain); it is the gap between the declared 40 % cut and the 30 % "
+    "cut below which the implementation brief (shared/papers/pisa.md) calls PSFT not reproduced; IoU alike"
+)
+G_EFFECT_SOURCE = (
+    "declared (issue 41, after the small runs): 0.1 relative g error (about 1 m/s^2), about what the fit "
+    "itself misses on the true masks (median 0.07 on seen drops of the small simulator, 3 x 30 clips)"
 )
 
 
@@ -193,41 +218,50 @@ def _criteria(cfg: PisaCheckConfig) -> tuple[Criterion, ...]:
             "ORO(Seg) raises mask IoU (learned segmenter) over the equal-budget continued PSFT",
         ),
     ]  # fmt: skip
+    # the PSFT criteria (issue 41 item 2): paired per test video and seed against base; the metric is
+    # each video's value over base's mean on the same seed's videos, so ``sft - factor x base`` < 0
+    # is exactly "sft's mean / base's mean < factor" and the smallest effect is a share of base's mean
     for dom in ("seen", "unseen"):
         for met, word in (("l2", "L2"), ("cd", "Chamfer")):
             out.append(
-                Criterion(
+                paired_criterion(
                     f"sft_cuts_{met}_{dom}",
-                    arm="sft",
-                    metric=f"{met}_ratio_{dom}",
-                    op="<=",
-                    threshold=keep,
+                    "sft",
+                    f"{met}_rel_{dom}",
+                    "<=",
+                    "base",
+                    cfg.min_effect_rel,
+                    REL_EFFECT_SOURCE,
+                    factor=keep,
                     description=f"PSFT lowers {word} by >= {cfg.min_cut:.0%} vs base ({dom} test drops; "
-                    "ratio sft / base per seed)",
+                    "per video over base's mean, paired per video and seed)",
                 )
             )
         out.append(
-            Criterion(
+            paired_criterion(
                 f"sft_iou_{dom}",
-                arm="sft",
-                metric=f"iou_ratio_{dom}",
-                op=">=",
-                threshold=cfg.iou_factor,
-                description=(
-                    f"PSFT multiplies mask IoU by >= {cfg.iou_factor:g} vs base ({dom}; ratio per seed)"
-                ),
+                "sft",
+                f"iou_rel_{dom}",
+                ">=",
+                "base",
+                cfg.min_effect_rel,
+                REL_EFFECT_SOURCE,
+                factor=cfg.iou_factor,
+                description=f"PSFT multiplies mask IoU by >= {cfg.iou_factor:g} vs base ({dom} test drops; "
+                "per video over base's mean, paired per video and seed)",
             )
         )
     out += [
-        Criterion(
+        paired_criterion(
             "g_toward_true",
-            arm="sft",
-            metric="g_err_cut",
-            op=">",
-            threshold=0.0,
-            description=(
-                "fitted gravity moves toward the true g after PSFT (base's error minus sft's, per seed)"
-            ),
+            "sft",
+            "g_err_pair_seen",
+            "<",
+            "base",
+            cfg.min_effect_g,
+            G_EFFECT_SOURCE,
+            description="fitted gravity moves toward the true g after PSFT (relative g error per seen test "
+            "video, median over the videos both arms fit, paired per video and seed)",
         ),
         Criterion(
             "extrapolation_worse",
@@ -333,9 +367,43 @@ def _progress(ctx: RunContext, task: str) -> Any:
     return report
 
 
+def _median(rows: np.ndarray) -> float:
+    return float(np.median(rows))
+
+
+def relative_to_reference(values: Any, reference: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Two arms' per-video scores on the videos where both are defined, each divided by the reference
+    arm's mean over those videos; ``None`` when no video is defined for both or that mean is not
+    positive.
+
+    PisaBench averages a metric over videos (Sec. 3.1; nanmean); PSFT's claimed cut is a ratio of two
+    such means (Table 1: Open-Sora vs + PSFT). With these items, the paired difference
+    ``mean(a) - factor * mean(b)`` is ``mean_a / mean_b - factor`` in the seed, and its smallest
+    effect of interest is a share of the reference's mean.
+
+    Raises:
+        ValueError: ``values`` and ``reference`` are not 1-D arrays of one length.
+    """
+    a = np.asarray(values, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(
+            f"values and reference must be 1-D per-video arrays of one length, got {a.shape} and {b.shape}"
+        )
+    both = np.isfinite(a) & np.isfinite(b)
+    if not both.any():
+        return None
+    scale = float(b[both].mean())
+    if not (math.isfinite(scale) and scale > 0):
+        return None
+    return a[both] / scale, b[both] / scale
+
+
 class PisaCheck(ClaimCheck[PisaCheckConfig]):
     slug = "pisa"
     claim = CLAIM
+    #: the gravity criterion compares medians over videos, as the g_err metric is one
+    item_statistics = {"g_err_pair_seen": _median}
 
     def claim_for(self, config: PisaCheckConfig) -> Claim:
         """Thresholds come from the config."""
@@ -400,6 +468,7 @@ class PisaCheck(ClaimCheck[PisaCheckConfig]):
 
         metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
         items: dict[str, dict[str, np.ndarray]] = {a: {} for a in ARMS}
+        per_video: dict[str, dict[str, dict[str, Any]]] = {a: {} for a in ARMS}  # arm -> domain -> items
         series: dict[str, Any] = {"chosen_lr": {}, "traj": {}, "frames": {}}
 
         # 1. frozen segmenter
@@ -429,6 +498,7 @@ class PisaCheck(ClaimCheck[PisaCheckConfig]):
                 m, s = score_videos(seg, videos, clips, cfg.sim.g, keep=4 if dom == "seen" else 0)
                 for k, v in m.items():
                     metrics[arm][f"{k}_{dom}"] = v
+                per_video[arm][dom] = s
                 if dom == "seen":  # per test video, paired across arms (same clips, same noise)
                     items[arm]["iou_seen"] = np.nan_to_num(s["iou_items"], nan=0.0)
                     items[arm]["iou_thr_seen"] = np.nan_to_num(s["iou_thr_items"], nan=0.0)
@@ -540,13 +610,19 @@ class PisaCheck(ClaimCheck[PisaCheckConfig]):
                     generator=torch.Generator().manual_seed(5),
                 )
                 metrics[arm]["reward_loss_val"] = float(reward(v, as_tensor(val.masks)))
-        # per-seed ratios of the PSFT criteria (point thresholds; sft against the same seed's base)
-        sft_m, base_m = metrics["sft"], metrics["base"]
+        # the PSFT criteria's items: sft and base paired per test video (same clips, same noise)
         for dom in ("seen", "unseen"):
             for met in ("l2", "cd", "iou"):
-                sft_m[f"{met}_ratio_{dom}"] = sft_m[f"{met}_{dom}"] / base_m[f"{met}_{dom}"]
-        sft_m["g_err_cut"] = base_m["g_err_seen"] - sft_m["g_err_seen"]
-        sft_m["extrap_ratio"] = sft_m["l2_heights"] / sft_m["l2_seen"]
+                pair = relative_to_reference(
+                    per_video["sft"][dom][f"{met}_items"], per_video["base"][dom][f"{met}_items"]
+                )
+                if pair is not None:
+                    items["sft"][f"{met}_rel_{dom}"], items["base"][f"{met}_rel_{dom}"] = pair
+        g_sft, g_base = per_video["sft"]["seen"]["g_err_items"], per_video["base"]["seen"]["g_err_items"]
+        both = np.isfinite(g_sft) & np.isfinite(g_base)
+        if both.any():
+            items["sft"]["g_err_pair_seen"], items["base"]["g_err_pair_seen"] = g_sft[both], g_base[both]
+        metrics["sft"]["extrap_ratio"] = metrics["sft"]["l2_heights"] / metrics["sft"]["l2_seen"]
         series["seconds"] = time.perf_counter() - t0
         return SeedOutcome(metrics=metrics, series=series, items=items)
 
