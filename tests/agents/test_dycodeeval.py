@@ -484,3 +484,24 @@ def test_medium_preset_constructs_and_runs_one_shortened_step_here() -> None:
     )
     assert result.metrics["dycodeeval"]["proposed"].mean == 2 * medium.template_variants
     assert result.metrics["static"]["inflation"].mean == 1.0
+
+
+def test_clean_static_replies_are_computed_once_per_run(tasks: list[CodeTask]) -> None:
+    from icml25.agents.dycodeeval import check as check_module
+
+    calls: list[int] = []
+
+    def reply(messages: list[dict[str, str]], config: GenerationConfig, i: int) -> str:
+        calls.append(i)
+        return "```python\n    return None\n```"
+
+    coder = ScriptedChatModel(reply, "counting")
+    config = replace(CHECK.config("small"), model="counting-test", n_problems=len(tasks))
+    check_module._CLEAN_STATIC.pop(
+        (config.model, config.n_problems, config.solve_tokens, config.batch_size), None
+    )
+    first = check_module._clean_static(config, coder, tasks)
+    first["HumanEval/0"] = True  # callers get a copy: mutating it must not change the cache
+    second = check_module._clean_static(config, coder, tasks)
+    assert len(calls) == len(tasks)  # the second call is served from the cache
+    assert second == dict.fromkeys((t.task_id for t in tasks), False)

@@ -36,8 +36,9 @@ Choices, declared before any small-scale number of this design was seen:
   problems climbing towards 1 with the leaked share while dynamic Pass@1 stays flat; a fifth of the
   Pass@1 scale is a stated fraction well inside that gap (the figure's numbers were not recovered).
 * ``variants_not_harder``: the clean model loses at most 0.2 Pass@1 on variants vs the originals.
-* 10 problems, 2 seeds at ``small`` (10 leaked items); seeds change the leaked split, the scenarios,
-  the LLM roles' sampling and the fine-tuning order.
+* 12 problems, 3 seeds at ``small`` (18 leaked items), 2 template variants per leaked seed; seeds
+  change the leaked split, the scenarios, the LLM roles' sampling and the fine-tuning order (this
+  preset replaced 10 problems x 2 seeds x 1 variant on 2026-12-06, see below).
 * ``tiny`` (smoke, < 10 s, no model) runs the same pipeline with the template control and a simulated
   code-model pair (clean: returns ``None``; contaminated: returns the stored solution when the prompt
   is exactly a leaked original), labelled as such.
@@ -59,6 +60,27 @@ unleaked floor -0.2; headline difference -0.1, 95 % CI [-0.4, 0]: inconclusive (
 4x the leaked problems would resolve it (``medium``: 20 leaked problems x 3 seeds). SmolLM2 never tags
 its context replies, so under the official strict parsing it writes no validated variant
 (``llm_rewrites_validated`` 0; the LLM criterion is not judged).
+
+Redesign of the ``small`` preset (2026-12-06, after the run above, before any run of the new preset;
+no criterion, threshold, smallest effect or contamination setting changed). The headline was
+underpowered: -0.1, 95 % CI [-0.4, 0] over 2 seeds x 5 leaked items, per-item differences mostly 0
+with a few flips (per-item sd about 0.3). Costs per leaked item, measured at one thread: the LoRA
+contamination (24 epochs x one sequence) is about half of the run and cannot be batched away (CPU
+generation and training here are compute-bound: 25 ms of CPU per generated token-row at batch sizes
+8 to 48; batch size 1 with a stop at the closing code fence was 2.3x slower per reply, so generation
+stays batched without stop strings). What was cut: the clean model's replies to the original prompts
+are computed once per run (they do not depend on the seed), and the template-control preservation
+check over all 164 problems runs once per run (seed 0) instead of once per seed. With the time this
+frees, ``small`` goes from 10 to 18 leaked items (12 problems x 3 seeds; 3 seeds also make the
+cluster bootstrap less coarse than 2) and from 1 to 2 template variants per leaked seed (the
+dynamic side of each paired difference is then a mean over two variants, which halves the variance
+that single variant flips add). Power argument with the numbers above: at per-item sd 0.3 and about
+20 % less of it from the second variant, 18 items give a 95 % half-width near 0.11, so the headline
+resolves if the true difference is below about -0.11 (holds) or above about -0.09 (fails: the
+interval then excludes -0.2); a true difference right at -0.1 would still be undetermined, and the
+runner's estimate (about 4x the units, 40 leaked items) does not fit 300 s with 24 LoRA epochs per
+item (about 9 s of training per leaked item on the reference machine): ``medium`` remains the preset
+sized to decide it.
 """
 
 from __future__ import annotations
@@ -122,9 +144,9 @@ class DyCodeEvalCheckConfig:
     model: str = "smollm2-135m-instruct"
     roles_model: str = ""
     llm_roles: bool = True
-    n_problems: int = 10
+    n_problems: int = 12
     leak_fraction: float = 0.5
-    template_variants: int = 1
+    template_variants: int = 2
     scenario_num: int = 6
     context_num: int = 2
     prompts_per_round: int = 4
@@ -269,12 +291,13 @@ CLAIM = Claim(
     min_seeds=2,
     setup_notes=(
         "SmolLM2-135M-Instruct (embedded, CPU) is the code model, contaminated by LoRA (r 8, alpha 16) "
-        "on the canonical solutions of half of the 10 shortest HumanEval problems; the judged variants "
+        "on the canonical solutions of half of the 12 shortest HumanEval problems; the judged variants "
         "come from the template control of the four roles (a scenario sentence before the original "
         "instruction, kept only if the canonical solution still passes); SmolLM2 playing the four roles "
         "is reported as llm_rewrite behind a scoped gate. Paper: Claude 3.5 as generator, LoRA on 1-3B "
         "models for up to 20,000 steps, 164 + 427 "
-        "problems, 18 models. Two seeds; generations of 80-128 new tokens."
+        "problems, 18 models. Three seeds, two template variants per leaked problem; generations of 80-128 "
+        "new tokens."
     ),
     requires=("llm",),
 )
@@ -313,15 +336,29 @@ def _simulated_code_models(leaked: Sequence[CodeTask]) -> tuple[ChatModel, ChatM
     )
 
 
-def _template_preservation(seed: int, ctx: RunContext) -> dict[str, float]:
-    """Template control on all of HumanEval: share of variants whose canonical solution still passes."""
-    ctx.progress("template control on HumanEval", 0, 1)
+_CLEAN_STATIC: dict[tuple[str, int, int, int], dict[str, bool]] = {}
+
+
+def _clean_static(
+    config: DyCodeEvalCheckConfig, clean: ChatModel, tasks: Sequence[CodeTask]
+) -> dict[str, bool]:
+    """The clean model's pass/fail on the original prompts, computed once per process and reused by
+    every seed (the prompts, the batches and greedy decoding do not depend on the seed)."""
+    key = (config.model, config.n_problems, config.solve_tokens, config.batch_size)
+    if key not in _CLEAN_STATIC:
+        _CLEAN_STATIC[key] = solve_and_judge(clean, tasks, max_tokens=config.solve_tokens)[0]
+    return dict(_CLEAN_STATIC[key])
+
+
+@functools.cache
+def _template_preservation(seed: int) -> dict[str, float]:
+    """Template control on all of HumanEval: share of variants whose canonical solution still passes
+    (cached: the same for every seed of a run, which all use ``seed`` 0)."""
     everything = [CodeTask.from_humaneval(p) for p in load_humaneval()]
     gen = DyCodeEvalGenerator(
         template_role_model(), DyCodeEvalConfig(scenario_num=10, context_num=1), seed=seed
     )
     report = gen.generate(everything)
-    ctx.progress("template control on HumanEval", 1, 1)
     seeds = {t.task_id: t.instruction for t in everything}
     texts = {s: [v.instruction for v in vs] for s, vs in report.variants.items()}
     return {
@@ -361,8 +398,10 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
     claim = CLAIM
     presets = {
         "tiny": DyCodeEvalCheckConfig(
-            model="simulated", n_problems=4, context_num=1, preservation_check=False
+            model="simulated", n_problems=4, template_variants=1, context_num=1, preservation_check=False
         ),
+        # 12 problems (6 leaked) x 3 seeds = 18 paired leaked items, 2 template variants each: what fits
+        # about 300 s on the reference machine (see the module docstring for the power argument)
         "small": DyCodeEvalCheckConfig(),
         # sized for the lent GPU machine (16 cores; the embedded loader runs the model on the CPU cores),
         # at most 30 minutes: 40 problems, 20 leaked, 3 variants each, a longer LoRA contamination
@@ -394,7 +433,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             dypass_ks=(1, 3, 5, 10),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 2, "medium": 3, "full": 3}
+    default_seeds = {"tiny": 1, "small": 3, "medium": 3, "full": 3}
 
     def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
         """The claim with "our setup" naming the models that actually run under ``config``."""
@@ -499,11 +538,18 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
         ctx.progress("template variants", 1, 1)
 
         # -- evaluation -----------------------------------------------------------------------
-        everything = [*tasks, *tpl_variants, *sig_only, *llm_variants]
+        # The original prompts are solved in a call of their own: the clean model's greedy replies to
+        # them are the same for every seed (same problems, same batches), so they are computed once
+        # per run and reused; everything seed-dependent is solved in a second call.
+        rewritten = [*tpl_variants, *sig_only, *llm_variants]
         results: dict[str, dict[str, bool]] = {}
         for name, model_ in (("clean", clean), ("contaminated", dirty)):
             ctx.progress(f"solve {name}", 0, 1)
-            passed, _, _ = solve_and_judge(model_, everything, max_tokens=config.solve_tokens)
+            if name == "clean" and config.model != "simulated":
+                passed = _clean_static(config, clean, tasks)
+            else:
+                passed, _, _ = solve_and_judge(model_, tasks, max_tokens=config.solve_tokens)
+            passed.update(solve_and_judge(model_, rewritten, max_tokens=config.solve_tokens)[0])
             results[name] = passed
             ctx.progress(f"solve {name}", 1, 1)
 
@@ -566,8 +612,10 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             llm["external_bleu"], llm["external_cosine"] = ext["bleu"], ext["cosine"]
             llm["internal_bleu"], llm["internal_cosine"] = inner["bleu"], inner["cosine"]
             metrics["llm_rewrite"] = llm
-        if config.preservation_check:
-            dynamic.update(_template_preservation(seed, ctx))
+        if config.preservation_check:  # a property of the template control: once per run (seed 0)
+            ctx.progress("template control on HumanEval", 0, 1)
+            dynamic.update(_template_preservation(0))
+            ctx.progress("template control on HumanEval", 1, 1)
 
         series = {
             "leaked": sorted(leaked_ids),
