@@ -164,8 +164,12 @@ def test_default_model_is_the_official_nn_default_layout():
     x, _ = _batch()
     blk = net.blocks[0]
     with torch.no_grad():
-        h = F.leaky_relu(blk.bn2(blk.conv2(F.leaky_relu(blk.bn1(blk.conv1(x))))))
-        torch.testing.assert_close(blk(x), h + blk.skip(blk.pool(x)))  # MyResidualBlock: act, then add
+        x4 = x.unsqueeze(2)  # the official (b, c, 1, l) layout with (1, 9) kernels
+        h = F.leaky_relu(blk.bn2(blk.conv2(F.leaky_relu(blk.bn1(blk.conv1(x4))))))
+        pool = torch.nn.AvgPool2d((1, 4), (1, 4), ceil_mode=True)
+        torch.testing.assert_close(blk(x4), h + blk.skip(pool(x4)))  # MyResidualBlock: act, then add
+        # channels-last memory order (what features() feeds the blocks) is the same function
+        torch.testing.assert_close(blk(x4.contiguous(memory_format=torch.channels_last)), blk(x4))
         z = torch.randn(4, 16)  # the classifier has no activation between its layers: it is affine
         torch.testing.assert_close(net.head(2 * z) - net.head(z), net.head(z) - net.head(torch.zeros_like(z)))
     n, d = 7, 16  # the official PositionalEncoding: sin on even channels, cos on odd ones
@@ -272,12 +276,15 @@ def test_make_adamw_multi_tensor_update_is_bit_identical_to_the_per_tensor_loop(
 
 
 def test_shortcut_pool_equals_the_ceil_mode_average_pool():
-    from icml25.life.h_tuning.model import _avg_pool
+    from icml25.life.h_tuning.model import _avg_pool_cl
 
     pool = torch.nn.AvgPool1d(4, 4, ceil_mode=True)
     for length in (500, 125, 32, 7, 3):  # divisible lengths, a ragged last window, one window
         x = torch.randn(3, 5, length)
-        torch.testing.assert_close(_avg_pool(x, pool, 4), pool(x), atol=1e-6, rtol=1e-6)
+        x4 = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+        out = _avg_pool_cl(x4, 4)
+        assert out.is_contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(out.squeeze(2), pool(x), atol=1e-6, rtol=1e-6)
 
 
 def test_mezo_step_moves_every_trainable_tensor_by_the_spsa_estimate():
@@ -299,7 +306,7 @@ def test_mezo_step_moves_every_trainable_tensor_by_the_spsa_estimate():
     gen = torch.Generator().manual_seed(seed)
     z = {n: torch.randn(params[n].shape, generator=gen) for n in names}
     for m in ref.modules():  # ZO passes: norms train, the rest eval; LoRA unmerged here
-        m.training = isinstance(m, torch.nn.BatchNorm1d | torch.nn.LayerNorm)
+        m.training = isinstance(m, torch.nn.modules.batchnorm._BatchNorm | torch.nn.LayerNorm)
     with torch.no_grad():
         for n in names:
             params[n].add_(eps * z[n])
@@ -396,7 +403,7 @@ def test_hybrid_step_matches_a_naive_reference():
     gen = torch.Generator().manual_seed(seed)
     z = {n: torch.randn(params[n].shape, generator=gen) for n in backbone}
     for m in ref.modules():  # ZO passes: norms train, the rest eval
-        m.training = isinstance(m, torch.nn.BatchNorm1d | torch.nn.LayerNorm)
+        m.training = isinstance(m, torch.nn.modules.batchnorm._BatchNorm | torch.nn.LayerNorm)
     with torch.no_grad():
         for n in backbone:
             params[n].add_(eps * z[n])
@@ -412,7 +419,7 @@ def test_hybrid_step_matches_a_naive_reference():
             params[n].add_(eps * z[n])
     ref.train()
     for m in ref.modules():
-        if isinstance(m, torch.nn.BatchNorm1d):
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
             m.eval()
     g_bp = torch.autograd.grad(
         F.binary_cross_entropy_with_logits(ref(x[:b]), y[:b]),
@@ -696,7 +703,8 @@ def test_kept_model_predicts_each_split_once(monkeypatch):
     )
     fitted = hc._Fitted(net, 0.5)
     rows = hc._test_items(data, fitted)["macro_ap"]
-    assert np.array_equal(fitted.split_proba(data, "te"), rows[:, len(CONDITIONS) :].astype(np.float32))
+    k = len(CONDITIONS)  # rows: [labels | probabilities | ranks]
+    assert np.array_equal(fitted.split_proba(data, "te"), rows[:, k : 2 * k].astype(np.float32))
     fitted.split_proba(data, "va")
     fitted.split_proba(data, "va")
     assert calls == [4, 2]  # test once, validation once
