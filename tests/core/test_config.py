@@ -45,6 +45,8 @@ def test_apply_coerces_losslessly() -> None:
     assert cfg.lr == 1.0 and isinstance(cfg.lr, float) and cfg.ops == ("mul",) and cfg.width == 8
     assert apply_overrides(Cfg(), {"width": None}).width is None
     assert apply_overrides(Cfg(), parse_overrides(["ops=add,mul"])).ops == ("add", "mul")
+    for text, want in (("false", False), ("TRUE", True), ("False", False)):  # --set center=false
+        assert apply_overrides(Cfg(), parse_overrides([f"center={text}"])).center is want
 
 
 @pytest.mark.parametrize(
@@ -56,6 +58,7 @@ def test_apply_coerces_losslessly() -> None:
         ({"lr": "fast"}, "expected a float"),
         ({"kernel": "laplace"}, "expected one of"),
         ({"center": 1}, "True or False"),
+        ({"center": "yes"}, "True or False"),
         ({"ops": (1, 2)}, "expected a string"),
         ({"p": 1}, "p must be"),
     ],

@@ -95,6 +95,8 @@ def _check_type(name: str, value: Any, annotation: Any) -> Any:
             raise ConfigError(f"{name}: expected an int, got {value!r}")
         return value
     if annotation is bool:
+        if isinstance(value, str) and value.lower() in ("true", "false"):  # --set flag=true
+            return value.lower() == "true"
         if not isinstance(value, bool):
             raise ConfigError(f"{name}: expected True or False, got {value!r}")
         return value
