@@ -391,6 +391,10 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
         eval_windows=1,
         eval_seq=16,
         tp_reps=1,
+        # one timing repetition of a tiny model's blocks on a loaded machine can put the constant
+        # (embedding + head) above a budget's whole block allowance (an infeasible MIP): the step runs
+        # on parameter counts, deterministic
+        cost="params",
     )
     ctx = RunContext(slug="puzzle", scale="full", run_dir=Path("."), reporter=NullReporter())
     outcome = CHECK.run_seed(short, 0, ctx)
