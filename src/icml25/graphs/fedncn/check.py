@@ -166,6 +166,14 @@ client, 25 % of links destroyed, clients of 92-140 nodes; at 1200 nodes: 4.0, 25
 the k = 10 % share (2 of about 20 nodes per client cluster). Warm-up rounds no longer run the
 K-means whose result they discard (identical labels, a test checks it; about 120 fewer 10-restart
 K-means calls per seed, a saving within the noise of our timings).
+
+Eighth run (the new preset, 16 x 600; a development run at one thread on a loaded machine, run
+20261206T122045044882Z-8b9220): not reproduced. Gates pass (centralised +0.010 from K-means on
+A_hat^2 X; FedAvg 0.757 against the 0.711 floor); FedNCN - FedAvg -0.179, 95 % CI [-0.255, -0.106].
+The per-seed differences spread more than planned (sd 0.156, not 0.105), and FedNCN lost more from
+the smaller graph than FedAvg (0.784 -> 0.578 against 0.808 -> 0.757; its generator trains on about
+76 uploaded rows instead of about 130): the deficit's size depends on n, its sign agrees with both
+8 x 1200 draws.
 """
 
 from __future__ import annotations
