@@ -172,7 +172,7 @@ Eighth run (the new preset, 16 x 600; a development run at one thread on a loade
 A_hat^2 X; FedAvg 0.757 against the 0.711 floor); FedNCN - FedAvg -0.179, 95 % CI [-0.255, -0.106].
 The per-seed differences spread more than planned (sd 0.156, not 0.105), and FedNCN lost more from
 the smaller graph than FedAvg (0.784 -> 0.578 against 0.808 -> 0.757; its generator trains on about
-76 uploaded rows instead of about 130): the deficit's size depends on n, its sign agrees with both
+76 uploaded rows instead of about 136): the deficit's size depends on n, its sign agrees with both
 8 x 1200 draws.
 """
 
