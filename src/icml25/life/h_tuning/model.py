@@ -3,7 +3,7 @@
 Zhou, Zhang, Dong, *H-Tuning: Toward Low-Cost and Efficient ECG-based Cardiovascular Disease
 Detection with Pre-Trained Models*, ICML 2025 (Sec. 3 and App. on the backbone).
 
-Backbone: three residual 1-D conv blocks (two kernel-9 convs, the first strided by 4, BatchNorm,
+Backbone: three residual conv blocks over time (two kernel-9 convs, the first strided by 4, BatchNorm,
 LeakyReLU; avg-pool + 1×1-conv shortcut) shrink the time axis 64-fold, then sinusoidal positions,
 ``n_transformer`` pre-LN Transformer blocks (:class:`icml25.nn.TransformerBlock`), max-pooling over
 time and a two-layer classifier ``Linear(d, d) → Linear(d, n_classes)``.
@@ -14,9 +14,11 @@ x))))) + skip(pool(x))``), the Transformer feed-forward uses LeakyReLU, the pool
 classifier un-normalised, and the classifier's two linear layers have no activation between them.
 ``official=False`` is the variant earlier versions of this package used (activation after the
 residual add, GELU feed-forward, a final LayerNorm before pooling, LeakyReLU inside the classifier).
-Kept from ours in both: 1-D convs on ``(b, c, l)`` (the official 2-D convs have kernel ``(1, 9)``,
-the same operation) and a ceil-mode shortcut pool, so that lengths not divisible by 64 work (the
-official input, 6144 samples, is).
+Both use the official 2-D convs with kernel ``(1, 9)`` on ``(b, c, 1, l)`` (and ``BatchNorm2d``),
+held in channels-last memory order, where oneDNN's convolutions run about twice as fast here as 1-D
+convs on ``(b, c, l)`` (the same operation up to round-off; the input stays ``(b, c, l)``), and kept
+from ours: a ceil-mode shortcut pool, so that lengths not divisible by 64 work (the official input,
+6144 samples, is).
 
 LoRA (Sec. 3.1): rank-r updates on every conv, the attention QKV projection, both FFN layers and
 the first classifier layer; biases and the last classifier layer are trained in full. The wrapping
