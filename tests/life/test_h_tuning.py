@@ -729,3 +729,24 @@ def test_memo_teacher_computes_each_batch_once_and_returns_the_same_logits():
     with torch.no_grad():
         memo(x)
     assert len(calls) == 4  # a training-mode pass is never remembered
+
+
+def test_inference_latency_runs_at_the_stated_threads_and_restores_them() -> None:
+    from icml25.life.h_tuning.costs import inference_latency
+
+    seen: list[int] = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(torch.get_num_threads())
+            return x * 2
+
+    before = torch.get_num_threads()
+    x = torch.ones(1, 3)
+    assert inference_latency(Probe(), x, runs=3, warmup=1) > 0
+    assert set(seen) == {1} and torch.get_num_threads() == before
+    seen.clear()
+    inference_latency(Probe(), x, runs=2, warmup=0, threads=None)
+    assert set(seen) == {before}
+    with pytest.raises(ValueError, match="threads"):
+        inference_latency(Probe(), x, runs=2, threads=0)
