@@ -36,9 +36,9 @@ Choices, declared before any small-scale number of this design was seen:
   problems climbing towards 1 with the leaked share while dynamic Pass@1 stays flat; a fifth of the
   Pass@1 scale is a stated fraction well inside that gap (the figure's numbers were not recovered).
 * ``variants_not_harder``: the clean model loses at most 0.2 Pass@1 on variants vs the originals.
-* 12 problems, 3 seeds at ``small`` (18 leaked items), 2 template variants per leaked seed; seeds
-  change the leaked split, the scenarios, the LLM roles' sampling and the fine-tuning order (this
-  preset replaced 10 problems x 2 seeds x 1 variant on 2026-12-06, see below).
+* 10 problems, 2 seeds at ``small`` (10 leaked items), 1 template variant per leaked seed; seeds
+  change the leaked split, the scenarios, the LLM roles' sampling and the fine-tuning order (a
+  12 x 3 x 2-variant preset was declared and timed on 2026-12-06 and set back for time, see below).
 * ``tiny`` (smoke, < 10 s, no model) runs the same pipeline with the template control and a simulated
   code-model pair (clean: returns ``None``; contaminated: returns the stored solution when the prompt
   is exactly a leaked original), labelled as such.
@@ -83,6 +83,10 @@ item (about 9 s of training per leaked item on the reference machine): ``medium`
 sized to decide it. One development run of the new preset (one thread, shared machine): gates pass
 (static inflation 0.33), headline -0.19, 95 % CI [-0.47, 0] over 3 seeds x 6 items, still
 undetermined (the runner: about 1.5x the units); the preset was not enlarged after seeing it.
+Timed alone at two threads on the 2-core AMD machine: 691 s (over the 10-minute limit; about 378 s on
+the earlier machine, twice the old preset's 183 s), inconclusive again (-0.194, [-0.473, 0]); so
+``small`` went back to 10 problems x 2 seeds x 1 variant for time (the savings above stay: same
+numbers, less time), and ``medium`` remains the preset sized to decide the headline.
 """
 
 from __future__ import annotations
@@ -146,9 +150,9 @@ class DyCodeEvalCheckConfig:
     model: str = "smollm2-135m-instruct"
     roles_model: str = ""
     llm_roles: bool = True
-    n_problems: int = 12
+    n_problems: int = 10
     leak_fraction: float = 0.5
-    template_variants: int = 2
+    template_variants: int = 1
     scenario_num: int = 6
     context_num: int = 2
     prompts_per_round: int = 4
@@ -402,8 +406,9 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
         "tiny": DyCodeEvalCheckConfig(
             model="simulated", n_problems=4, template_variants=1, context_num=1, preservation_check=False
         ),
-        # 12 problems (6 leaked) x 3 seeds = 18 paired leaked items, 2 template variants each: what fits
-        # about 300 s on the reference machine (see the module docstring for the power argument)
+        # 10 problems (5 leaked) x 2 seeds, 1 template variant: the 12 x 3 x 2 design declared for power
+        # took 691 s alone on the AMD machine (over the 10-minute limit) and stayed undetermined, so
+        # small went back to this one (module docstring)
         "small": DyCodeEvalCheckConfig(),
         # sized for the lent GPU machine (16 cores; the embedded loader runs the model on the CPU cores),
         # at most 30 minutes: 40 problems, 20 leaked, 3 variants each, a longer LoRA contamination
@@ -435,7 +440,7 @@ class DyCodeEvalCheck(ClaimCheck[DyCodeEvalCheckConfig]):
             dypass_ks=(1, 3, 5, 10),
         ),
     }
-    default_seeds = {"tiny": 1, "small": 3, "medium": 3, "full": 3}
+    default_seeds = {"tiny": 1, "small": 2, "medium": 3, "full": 3}
 
     def claim_for(self, config: DyCodeEvalCheckConfig) -> Claim:
         """The claim with "our setup" naming the models that actually run under ``config``."""
