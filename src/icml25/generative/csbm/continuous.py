@@ -217,21 +217,17 @@ def train_continuous_dimf(
     def batch_of(data: Tensor, g: torch.Generator) -> Tensor:
         return data[torch.randint(0, data.shape[0], (config.batch_size,), generator=g)]
 
-    def fresh_forward(it: int) -> Callable[[torch.Generator], tuple[Tensor, Tensor]]:
+    def fresh_pairs(
+        it: int, start: Tensor, end: Tensor, other: DriftNet
+    ) -> Callable[[torch.Generator], tuple[Tensor, Tensor]]:
+        """Pairs (start side, end side) for one network: independent in round 1, later the other
+        direction's network ``other`` run from fresh end-side samples."""
+
         def draw(g: torch.Generator) -> tuple[Tensor, Tensor]:
             if it == 0:
-                return batch_of(src, g), batch_of(tgt, g)
-            c = batch_of(tgt, g)
-            return sample_sde(bwd, c, sigma, n_sample_steps, g), c
-
-        return draw
-
-    def fresh_backward(it: int) -> Callable[[torch.Generator], tuple[Tensor, Tensor]]:
-        def draw(g: torch.Generator) -> tuple[Tensor, Tensor]:
-            if it == 0:
-                return batch_of(tgt, g), batch_of(src, g)
-            a = batch_of(src, g)
-            return sample_sde(fwd, a, sigma, n_sample_steps, g), a
+                return batch_of(start, g), batch_of(end, g)
+            c = batch_of(end, g)
+            return sample_sde(other, c, sigma, n_sample_steps, g), c
 
         return draw
 
@@ -239,10 +235,18 @@ def train_continuous_dimf(
         steps = config.first_steps if it == 0 else config.steps
         if config.resample_pairs:
             loss_f = train_fresh(
-                fwd, fresh_forward(it), steps, seed + 7 * it, f"continuous round {it + 1} forward"
+                fwd,
+                fresh_pairs(it, src, tgt, bwd),
+                steps,
+                seed + 7 * it,
+                f"continuous round {it + 1} forward",
             )
             loss_b = train_fresh(
-                bwd, fresh_backward(it), steps, seed + 7 * it + 3, f"continuous round {it + 1} backward"
+                bwd,
+                fresh_pairs(it, tgt, src, fwd),
+                steps,
+                seed + 7 * it + 3,
+                f"continuous round {it + 1} backward",
             )
             result.forward.append(_frozen(fwd))
             result.backward.append(_frozen(bwd))
