@@ -188,6 +188,13 @@ def _outcome(c: CriterionResult) -> str:
     return {True: "holds", False: "fails"}.get(c.passed, "n/a")  # type: ignore[arg-type]
 
 
+def _outcome_text(c: CriterionResult) -> str:
+    """:func:`_outcome`, with a note where a criterion holds by less than its smallest effect."""
+    if c.below_smallest_effect:
+        return f"{_outcome(c)} (whole interval below the smallest effect)"
+    return _outcome(c)
+
+
 def _direction(op: str) -> float:
     """+1 when the claim wants the value large (``>``, ``>=``), -1 when small."""
     return 1.0 if op in (">", ">=") else -1.0
@@ -213,7 +220,7 @@ def _headline_text(result: CheckResult, c: CriterionResult | None) -> str:
     """The headline's outcome with its interval (paired) or value vs threshold (point)."""
     if c is None:
         return f"not judged at {result.scale}" if result.scale == "tiny" else "not evaluated"
-    outcome = _outcome(c)
+    outcome = _outcome_text(c)
     delta = "m" if c.comparison == "non_inferiority" else "δ"
     if c.smallest_effect is not None and c.interval is not None:
         lo, hi = c.interval
@@ -330,7 +337,7 @@ def _criteria_table(result: CheckResult) -> Table:
                 _fmt(c.value),
                 _fmt(c.threshold),
                 _MARK[c.passed],
-                _outcome(c),
+                _outcome_text(c),
                 c.interval_text or "-",
                 _smallest_effect_text(c),
                 c.description or c.reason,

@@ -405,3 +405,39 @@ def test_unpaired_measurements_are_not_evaluable_not_a_crash() -> None:
     m = _summaries(ours={"acc": [0.8, 0.82, 0.81]}, base={"acc": [0.7, 0.71]})  # a seed missing
     r = evaluate_criterion(_paired(), m)
     assert r.passed is None and r.outcome == "n/a" and "cannot pair" in r.reason
+
+
+@pytest.mark.parametrize(
+    ("op", "interval", "expected"),
+    [
+        (">", (0.01, 0.025), True),  # real, but the whole interval is short of delta = 0.05
+        (">", (0.01, 0.08), False),  # could still reach delta
+        ("<", (-0.025, -0.01), True),  # the same in the other direction
+        (">", (-0.01, 0.02), False),  # undetermined, not holds
+    ],
+)
+def test_a_holds_below_the_smallest_effect_is_said_beside_the_outcome(op, interval, expected) -> None:
+    from icml25.core.stats import Interval, judge
+    from icml25.report import _criteria_table
+
+    outcome = judge(Interval(sum(interval) / 2, interval[0], interval[1], 0.95, "paired t", 3), op, 0.05)
+    c = CriterionResult(
+        name="gain",
+        description="",
+        formula="",
+        value=None,
+        threshold=None,
+        op=op,
+        passed={"holds": True, "fails": False}.get(outcome),
+        outcome=outcome,
+        interval=interval,
+        interval_text="x",
+        smallest_effect=0.05,
+    )
+    assert c.below_smallest_effect is expected
+    assert ("below the smallest effect" in c.summary()) is expected
+    noninf = dataclasses.replace(c, comparison="non_inferiority")
+    assert not noninf.below_smallest_effect
+    result = type("R", (), {"criteria": [c]})()
+    row = _criteria_table(result).rows[0]  # type: ignore[arg-type]
+    assert ("whole interval below the smallest effect" in row[6]) is expected

@@ -505,9 +505,24 @@ class CriterionResult:
     needs: str | None = None
     guards: tuple[str, ...] = ()
 
+    @property
+    def below_smallest_effect(self) -> bool:
+        """A superiority criterion that holds (its interval excludes 0 in the claimed direction) while
+        its whole interval lies short of the smallest effect of interest: the difference is real but
+        smaller than the effect declared worth finding. The outcome stays ``holds`` (the rule of
+        :func:`icml25.core.stats.judge`); reports say so beside it."""
+        if self.outcome != "holds" or self.comparison != "superiority" or self.interval is None:
+            return False
+        if self.smallest_effect is None:
+            return False
+        sign = 1.0 if self.op in (">", ">=") else -1.0
+        return max(sign * self.interval[0], sign * self.interval[1]) < self.smallest_effect
+
     def summary(self) -> str:
         """One line: name, outcome and, where there is one, the interval."""
         text = f"{self.name} {self.outcome}"
+        if self.below_smallest_effect:
+            text += " (below the smallest effect of interest)"
         if self.interval_text:
             text += f" ({self.interval_text}"
             if self.smallest_effect is not None:
