@@ -75,6 +75,41 @@ def test_noise_is_unit_variance_and_laplace_is_laplace(family) -> None:
         assert abs(float(x.abs().mean()) - 1 / math.sqrt(2)) < 0.01
 
 
+def test_laplace_scale_sets_b_on_the_same_uniforms() -> None:
+    """The official L-Diffusion noise is Laplace(0, 1) before the sqrt(1 - ab_t) factor (variance 2):
+    ``laplace_scale=1`` draws it from the same uniforms as the unit-variance default, sqrt 2 times wider."""
+    default = sample_noise((50_000,), "laplace", generator=torch.Generator().manual_seed(3))
+    official = sample_noise(
+        (50_000,), "laplace", generator=torch.Generator().manual_seed(3), laplace_scale=1.0
+    )
+    torch.testing.assert_close(official, default * math.sqrt(2), rtol=1e-6, atol=1e-6)
+    assert abs(float(official.var()) - 2.0) < 0.08
+    assert abs(float(official.abs().mean()) - 1.0) < 0.02  # mean |x| = b
+    explicit = sample_noise(
+        (64,), "laplace", generator=torch.Generator().manual_seed(4), laplace_scale=1 / math.sqrt(2)
+    )
+    assert torch.equal(explicit, sample_noise((64,), "laplace", generator=torch.Generator().manual_seed(4)))
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="laplace_scale"):
+            sample_noise((2,), "laplace", laplace_scale=bad)
+    with pytest.raises(ValueError, match="laplace_scale"):
+        sample_noise((2,), "gaussian", laplace_scale=1.0)
+
+
+def test_ddpm_loss_passes_the_laplace_scale() -> None:
+    x0 = torch.zeros(256, 4)
+    sched = NoiseSchedule("linear", 10)
+
+    def zero(x, t, c):  # predicts no noise: the L1 loss is E|n| = b
+        return torch.zeros_like(x)
+
+    unit = ddpm_loss(zero, x0, sched, family="laplace", generator=torch.Generator().manual_seed(0))
+    wide = ddpm_loss(
+        zero, x0, sched, family="laplace", generator=torch.Generator().manual_seed(0), laplace_scale=1.0
+    )
+    torch.testing.assert_close(wide, unit * math.sqrt(2), rtol=1e-5, atol=1e-6)
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 999), st.sampled_from(["vp", "additive"]))
 def test_predict_x0_inverts_q_sample(t, form) -> None:

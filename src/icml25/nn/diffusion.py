@@ -134,20 +134,30 @@ def sample_noise(
     generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
+    laplace_scale: float | None = None,
 ) -> Tensor:
     """Zero-mean unit-variance noise: ``N(0, 1)`` or ``Laplace(0, 1/sqrt 2)`` (variance ``2 b² = 1``).
 
     Laplace draws use the inverse CDF ``-b sign(u) log(1 - 2|u|)``, ``u ~ U(-1/2, 1/2)``.
+    ``laplace_scale`` sets ``b`` for the Laplace family instead (``None``: ``1/sqrt 2``, unit
+    variance). The official L-Diffusion code adds ``Laplace(0, sqrt(1 - ab_t))`` noise, i.e. ``b = 1``
+    before the ``sqrt(1 - ab_t)`` factor of :func:`q_sample` (variance 2); the same uniforms are drawn
+    either way, so the two differ by the factor ``b sqrt 2`` only.
     """
     shape = tuple(int(s) for s in shape)
     if not shape or any(s <= 0 for s in shape):
         raise ValueError(f"shape must be non-empty with positive sizes, got {shape}")
+    if laplace_scale is not None:
+        check_positive("laplace_scale", laplace_scale)
+        if family != "laplace":
+            raise ValueError(f"laplace_scale applies to the Laplace family only, got family={family!r}")
     if family == "gaussian":
         return torch.randn(shape, generator=generator, dtype=dtype, device=device)
     if family == "laplace":
+        b = 1 / math.sqrt(2) if laplace_scale is None else float(laplace_scale)
         u = torch.rand(shape, generator=generator, dtype=dtype, device=device) - 0.5
         tiny = torch.finfo(dtype).tiny
-        return -(1 / math.sqrt(2)) * torch.sign(u) * torch.log((1 - 2 * u.abs()).clamp_min(tiny))
+        return -b * torch.sign(u) * torch.log((1 - 2 * u.abs()).clamp_min(tiny))
     raise ValueError(f"family must be one of {_FAMILIES}, got {family!r}")
 
 
@@ -200,16 +210,20 @@ def ddpm_loss(
     cond: Any = None,
     form: Literal["vp", "additive"] = "vp",
     generator: torch.Generator | None = None,
+    laplace_scale: float | None = None,
 ) -> Tensor:
     """Epsilon-prediction loss ``E_{t, n} |eps(x_t, t) - n|^p`` with uniform ``t`` (Ho et al. eq. 14).
 
     ``norm`` defaults to the maximum-likelihood choice for the noise family: ``"l2"`` for Gaussian,
-    ``"l1"`` for Laplace.
+    ``"l1"`` for Laplace. ``laplace_scale``: the Laplace noise's scale ``b`` (see :func:`sample_noise`;
+    ``None`` is unit variance).
     """
     check_finite_tensor("x0", x0, floating=True)
     norm = norm or ("l1" if family == "laplace" else "l2")
     t = torch.randint(0, schedule.T, (x0.shape[0],), generator=generator, device=x0.device)
-    noise = sample_noise(x0.shape, family, generator=generator, dtype=x0.dtype, device=x0.device)
+    noise = sample_noise(
+        x0.shape, family, generator=generator, dtype=x0.dtype, device=x0.device, laplace_scale=laplace_scale
+    )
     pred = eps_fn(q_sample(x0, t, schedule, noise, form=form), t, cond)
     if norm == "l2":
         return F.mse_loss(pred, noise)
