@@ -402,6 +402,29 @@ def test_full_preset_constructs_and_runs_one_shortened_step() -> None:
     assert len(outcome.series["ffn_variants"]) == 1 + 4 + 2
 
 
+def test_medium_preset_is_small_with_the_seeds_to_resolve_it_and_runs_one_shortened_step() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.puzzle.check import CHECK
+
+    medium, small = CHECK.config("medium"), CHECK.config("small")
+    assert medium == small  # the same experiment ...
+    assert CHECK.default_seeds["medium"] >= 6 * CHECK.default_seeds["small"]  # ... with the seeds it needs
+    assert {c.name for c in CHECK.claim_for(medium).criteria_at("medium")} == {
+        c.name for c in CHECK.claim_for(small).criteria_at("small")
+    }
+    short = dataclasses.replace(
+        medium, model="random-tiny", seq=16, n_calib=2, n_val=2, bld_steps=1, n_score=1, score_seq=16,
+        cost_seq=16, cost_reps=1, eval_windows=1, eval_seq=16, tp_reps=1, cost="params",
+    )  # fmt: skip
+    ctx = RunContext(slug="puzzle", scale="medium", run_dir=Path("."), reporter=NullReporter())
+    outcome = CHECK.run_seed(short, 0, ctx)
+    assert set(outcome.metrics) == set(CHECK.claim.arms)
+
+
 def test_config_errors_name_the_field() -> None:
     from icml25.language.puzzle.check import PuzzleCheckConfig
 
