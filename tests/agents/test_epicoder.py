@@ -371,6 +371,42 @@ def test_evolve_tree_grows_and_records_frequencies() -> None:
     assert all(result.freq.frequency(p) > 0 for p in node_paths(result.tree))
 
 
+def test_evolve_tree_counts_proposed_and_new_nodes() -> None:
+    """Each step's proposals are the nodes the evolver added to its sample; only those the tree did
+    not hold (up to case, spaces and underscores) count as new."""
+
+    class Proposer:
+        steps = 0
+
+        def expand(self, subtree: dict, rng: np.random.Generator) -> dict:
+            # a node the tree holds under another spelling, and one new node, under category "b"
+            self.steps += 1
+            return merge_trees(subtree, {"b": {"Known_Leaf": {}, f"new {self.steps}": {}}})
+
+    tree = {"a": {"x": {}}, "b": {"known leaf": {}}}
+    freq = FrequencyMap({p: [1.0] for p in node_paths(tree)})
+    rng = np.random.default_rng(0)
+    result = evolve_tree(
+        tree, freq, Proposer(), rounds=1, samples_per_round=2, rng=rng, conditions=(1,), categories=("a",)
+    )
+    # every sample is {"a": {"x": {}}}: the proposals are b, b > Known_Leaf and b > new N, 3 a step;
+    # b and its known leaf exist, so one node a step is new
+    assert result.proposed == 6 and result.proposed_new == 2
+    assert result.new_share == pytest.approx(1 / 3)
+    assert set(result.tree["b"]) == {"known leaf", "new 1", "new 2"}
+    # nothing proposed: share 0, not a division by zero
+    idle = evolve_tree(
+        tree,
+        freq,
+        CatalogEvolver(breadth=0, depth=0),
+        rounds=1,
+        samples_per_round=2,
+        rng=rng,
+        categories=None,
+    )
+    assert idle.proposed == 0 and idle.new_share == 0.0
+
+
 def test_catalog_evolver_adds_no_empty_category() -> None:
     """Regression: the catalogue lists categories it has no features for ("workflow",
     "functionality", "algorithm"); proposed as new top-level siblings they became bare leaves that
@@ -623,7 +659,14 @@ def test_claim_follows_the_protocol() -> None:
     assert {g.name for g in claim.gates_at("small")} == {
         "metric_separates_references",
         "categories_keep_vocabulary",
+        "evolver_proposes_new",
     }
+    # the evolver's ability guards only the growth criterion, and names the resource it needs
+    evolver_gate = next(g for g in claim.gates if g.name == "evolver_proposes_new")
+    assert evolver_gate.guards == ("evolution_grows_tree",) and evolver_gate.needs
+    assert evolver_gate.threshold == 0.5
+    growth = next(c for c in claim.criteria if c.name == "evolution_grows_tree")
+    assert growth.threshold == 1.5
     assert claim.headline_criterion().name == "more_distinct_features"
     for c in claim.criteria_at("small"):
         assert c.other_arm is None or (c.smallest_effect and c.effect_source)
@@ -647,10 +690,20 @@ def test_full_preset_constructs_and_runs_one_step(tmp_path: Path) -> None:
             "block": 10,
             "gen_tasks": 1,
             "max_tokens": 4,
+            # the paper's LLM evolver path, with a random model whose replies never parse
+            "evolution_rounds": 1,
+            "samples_per_round": 2,
+            "evolver_model": "random-tiny",
+            "evolver_tokens": 4,
         },
         store=ResultStore(tmp_path),
     )
     assert result.metrics["evolved_tree"]["gen_tasks"].mean == 1
+    # nothing proposed, so the scoped gate fails and sets aside only the growth criterion
+    assert result.metrics["evolved_tree"]["evolver_new_share"].mean == 0.0
+    crit = {c.name: c for c in result.criteria}
+    assert crit["evolver_proposes_new"].passed is False
+    assert crit["evolver_proposes_new"].guards == ("evolution_grows_tree",)
     with pytest.raises(ValueError, match="top_p"):
         CHECK.config("small", {"top_p": 1.5})
     with pytest.raises(ValueError, match="n_specs"):

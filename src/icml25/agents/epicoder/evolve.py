@@ -295,11 +295,26 @@ class LLMEvolver:
 
 @dataclass
 class EvolutionResult:
-    """The evolved tree, its frequencies and :func:`~.tree.tree_stats` before and after each round."""
+    """The evolved tree, its frequencies and :func:`~.tree.tree_stats` before and after each round.
+
+    ``proposed`` counts the nodes the evolver added to its sampled subtrees (Sec. 2.2: new siblings
+    and finer children), summed over the steps; ``proposed_new`` counts those that were not already
+    in the tree when their step merged (names equal up to case, spaces and underscores are one
+    node, as in :func:`~.tree.merge_trees`).
+    """
 
     tree: FeatureTree
     freq: FrequencyMap
     stats: list[dict[str, float]] = field(default_factory=list)
+    proposed: int = 0
+    proposed_new: int = 0
+
+    @property
+    def new_share(self) -> float:
+        """Share of the evolver's proposed nodes that were new to the tree (0 when it proposed
+        none): whether the evolver can grow the tree at all, the ability the paper's evolution
+        (Sec. 2.2) asks of its LLM."""
+        return self.proposed_new / self.proposed if self.proposed else 0.0
 
 
 def evolve_tree(
@@ -322,7 +337,8 @@ def evolve_tree(
     paper's steps run in parallel), with weights = :func:`~.tree.descendant_counts` (``match =
     descendant_match``), restricted to the top-level ``categories`` (the released Python run's ten,
     :data:`EVOLVE_CATEGORIES`; ``None`` = every category). New nodes get frequencies by
-    :func:`~.tree.new_node_frequencies` (``siblings``).
+    :func:`~.tree.new_node_frequencies` (``siblings``). The result counts the nodes the evolver
+    proposed and how many of them were new to the tree (:attr:`EvolutionResult.new_share`).
     """
     validate_tree("tree", tree)
     if not isinstance(freq, FrequencyMap):
@@ -342,6 +358,9 @@ def evolve_tree(
             sub = sample_subtree(start, conditions, rng=rng, weights=weights, temperature=temperature)
             grown = evolver.expand(sub, rng)
             result.freq = new_node_frequencies(sub, grown, result.freq, siblings=siblings)
+            before = len(node_paths(result.tree))
             result.tree = merge_trees(result.tree, grown)
+            result.proposed += len(node_paths(grown)) - len(node_paths(sub))
+            result.proposed_new += len(node_paths(result.tree)) - before
         result.stats.append(tree_stats(result.tree))
     return result
