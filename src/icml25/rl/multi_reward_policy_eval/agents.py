@@ -15,9 +15,11 @@ evaluation on the Dirichlet(1)-smoothed model ``P_hat`` and exposes ``act(s)`` /
   *joint* ``omega(s, .)`` (default here, ``conditional=False``); ``conditional=True`` uses
   ``omega(a|s)``. Passing ``fixed_omega`` gives the "oracle-omega" reference that tracks a given
   allocation (e.g. ``omega*`` of the true model).
-* :class:`NoisyPolicyAgent` - ``(1 - noise) pi_mix + noise * nu`` with ``pi_mix`` uniform over the
-  target policies' actions and ``nu`` uniform (``kind="uniform"``) or ``∝ max_a N(s,a) - N(s,a) + 1``
-  (``kind="visitation"``).
+* :class:`NoisyPolicyAgent` - ``(1 - noise) pi_mix + noise * nu`` with ``nu`` uniform
+  (``kind="uniform"``) or ``∝ max_a N(s,a) - N(s,a) + 1`` (``kind="visitation"``). ``pi_mix(a|s)`` is
+  the share of target policies that take ``a`` at ``s`` (``mix="count"``, the default: the repo's
+  ``mixture_policy``, ``base_agent.py`` line 72, which produced the paper's figures), or uniform over
+  the distinct actions they take (``mix="uniform"``, this package's earlier form).
 * :class:`GVFExplorerAgent` - GVFExplorer (arXiv 2405.07838 as in the repo): behaviour
   ``∝ sqrt(sum_{(p, r): pi_p(s) = a} M_{p,r}(s)) + 1e-7`` mixed with uniform noise, where ``M`` is the
   return variance (policy evaluation of ``gamma^2 Var_{P_hat}[V_hat]`` at discount ``gamma^2``).
@@ -101,8 +103,10 @@ class PolicyEvaluationAgent:
         self._n_sas = np.zeros((self.S, self.A, self.S), dtype=np.int64)
         self._u: list[float] = []
         self._ui = 0
-        # actions some target policy takes at s (pi_mix support)
-        self._target_actions = [sorted({int(pi[s]) for pi in self.policies}) for s in range(self.S)]
+        # how many target policies take each action at s (pi_mix and its support)
+        self._target_counts = np.zeros((self.S, self.A), dtype=np.int64)
+        for pi in self.policies:
+            self._target_counts[np.arange(self.S), pi] += 1
 
     # -- randomness ---------------------------------------------------------------------------
 
@@ -271,7 +275,18 @@ class MRNaSPE(PolicyEvaluationAgent):
 
 
 class NoisyPolicyAgent(PolicyEvaluationAgent):
-    """Noisy target policies: ``(1 - noise) pi_mix(.|s) + noise nu(.|s)`` (repo ``noisy_policy.py``)."""
+    """Noisy target policies: ``(1 - noise) pi_mix(.|s) + noise nu(.|s)`` (repo ``noisy_policy.py``).
+
+    The baseline of the paper's experiments (Sec. 5). Extra args:
+        kind: noise ``nu``: ``"uniform"`` (repo yaml: noise 0.3) or ``"visitation"``,
+            ``nu ∝ max_a N(s,a) - N(s,a) + 1`` with N floored at 1 (repo yaml: noise 0.15).
+        noise: the mixing weight of ``nu``, in [0, 1].
+        mix: the noise-free part ``pi_mix``. ``"count"`` (default, the repo's ``mixture_policy`` in
+            ``base_agent.py``, which produced the paper's figures): ``pi_mix(a|s) = #{p: pi_p(s) = a} /
+            #policies``, so an action two of three policies take gets 2/3. ``"uniform"``: equal weight
+            on each distinct action the target policies take at ``s`` (1/2 each in that example).
+            The two agree with one target policy, or where the policies all differ or all agree.
+    """
 
     def __init__(
         self,
@@ -286,6 +301,7 @@ class NoisyPolicyAgent(PolicyEvaluationAgent):
         rng: np.random.Generator,
         kind: Literal["uniform", "visitation"] = "uniform",
         noise: float = 0.3,
+        mix: Literal["count", "uniform"] = "count",
     ) -> None:
         super().__init__(
             n_states, n_actions, policies, reward_sets, gamma=gamma, eps=eps, delta=delta, rng=rng
@@ -294,16 +310,23 @@ class NoisyPolicyAgent(PolicyEvaluationAgent):
             raise ValueError(f"kind must be 'uniform' or 'visitation', got {kind!r}")
         if not 0.0 <= noise <= 1.0:
             raise ValueError(f"noise must lie in [0, 1], got {noise}")
-        self.kind, self.noise = kind, float(noise)
+        if mix not in ("count", "uniform"):
+            raise ValueError(f"mix must be 'count' (the repo's) or 'uniform', got {mix!r}")
+        self.kind, self.noise, self.mix = kind, float(noise), mix
         self.name = f"noisy_{kind}"
         self._mix = self.behaviour_without_noise().tolist()
 
     def behaviour_without_noise(self) -> np.ndarray:
-        """``pi_mix`` (S, A): uniform over the actions the target policies take at each state."""
-        mix = np.zeros((self.S, self.A))
-        for s, acts in enumerate(self._target_actions):
-            mix[s, acts] = 1.0 / len(acts)
-        return mix
+        """``pi_mix`` (S, A), the noise-free part of the behaviour (paper Sec. 5 baseline).
+
+        ``mix="count"``: ``pi_mix(a|s) = #{p: pi_p(s) = a} / #policies`` (repo ``base_agent.py``,
+        ``mixture_policy = policies.sum(0) / policies.sum(0).sum(-1)``); ``mix="uniform"``: equal
+        weight on each distinct action some target policy takes at ``s``.
+        """
+        counts = self._target_counts.astype(np.float64)
+        if self.mix == "uniform":
+            counts = (counts > 0).astype(np.float64)
+        return counts / counts.sum(axis=1, keepdims=True)
 
     def stationary_behaviour(self) -> np.ndarray:
         """The behaviour with uniform noise (the visitation noise tends to it as counts even out)."""

@@ -14,6 +14,8 @@ stream of environment uniforms (common random numbers). Arms:
     noisy_uniform     target policies with 30% uniform noise
     noisy_visitation  target policies with 15% visitation-based noise
     gvf_explorer      GVFExplorer (finite-reward cells only: it needs finite rewards, as in the repo)
+The noisy baselines' noise-free part weights each action by how many target policies take it (the
+repo's ``mixture_policy``; ``noisy_mix="uniform"`` gives equal weight to each distinct action).
 References (never baselines to beat):
     oracle_omega      tracks omega* of the true model: the positive control (what the allocation buys)
     uniform_random    uniformly random actions: the exploration floor
@@ -26,15 +28,20 @@ its converging regime).
 Criteria (declared before any small-scale number was seen). The headline is paired: MR-NaS's log
 final max error minus noisy-uniform's, over every (seed, cell), with a two-stage bootstrap interval
 (seeds, then cells within seeds); it holds when the interval lies below 0 and fails when it excludes
--log 1.2 (a 20 % lower error, the declared smallest effect of interest). The same paired test runs
-against noisy-visitation (every cell) and GVFExplorer (the finite-reward cells it runs in), and for
-the L1 distance of visit frequencies to omega* against noisy-uniform (smallest effect 0.05).
-Supporting point criteria: MR-NaS has the lowest final error in at least 2/3 of the cells (per seed,
-averaged over seeds), is never more than 1.5x worse than the best baseline (the worst cell of each
-seed, log ratio averaged over seeds), its allocation distance at the end is at most half the one
-after the first evaluation, and U(omega*) <= U at the noisy-uniform stationary distribution in every
-cell (a solver sanity check). An optional stopping-rule demo (Riverswim n = 4, eps = 0.5, delta =
-0.1) reports Z_t / beta for MR-NaS and noisy-uniform.
+-log_effect (default log 1.2: a 20 % lower error, the declared smallest effect of interest). The same
+paired test runs against noisy-visitation (every cell) and GVFExplorer (the finite-reward cells it
+runs in), and for the L1 distance of visit frequencies to omega* against noisy-uniform (smallest
+effect 0.05). Per cell (the paper claims every environment and regime), one paired criterion per
+baseline run in the cell: MR-NaS's log final error minus the baseline's, a paired t interval over
+seeds, the same smallest effect. Aggregate rule: the pooled interval is the headline; every per-cell
+criterion is supporting, so ``reproduced`` needs each of them to hold, one that fails gives ``not
+reproduced`` and one that is undetermined gives ``inconclusive``. (These per-cell criteria replaced
+"the lowest final error in at least 2/3 of the cells", which was looser than the paper's claim.)
+Supporting point criteria: MR-NaS is never more than 1.5x worse than the best baseline (the worst cell
+of each seed, log ratio averaged over seeds), its allocation distance at the end is at most half the
+one after the first evaluation, and U(omega*) <= U at the noisy-uniform stationary distribution in
+every cell (a solver sanity check). An optional stopping-rule demo (Riverswim n = 4, eps = 0.5, delta
+= 0.1) reports Z_t / beta for MR-NaS and noisy-uniform.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
-from icml25.core.claims import Claim, Criterion
+from icml25.core.claims import Claim, Criterion, paired_criterion
 from icml25.core.validate import check_fields, check_in_range
 from icml25.rl.mdp import stationary_allocation
 
@@ -81,6 +88,11 @@ class MRPEConfig:
     noise_uniform: float = 0.3
     noise_visitation: float = 0.15
     gvf_noise: float = 0.3
+    #: the noisy baselines' noise-free part: "count" (the repo's mixture_policy, each action weighted by
+    #: how many target policies take it) or "uniform" (equal weight on each distinct target action)
+    noisy_mix: str = "count"
+    #: smallest effect of interest of every paired log-final-error criterion (pooled and per cell)
+    log_effect: float = LOG_EFFECT
     stop_demo: bool = True
     stop_demo_eps: float = 0.5
     stop_demo_delta: float = 0.1
@@ -94,8 +106,13 @@ class MRPEConfig:
         if bad or not self.regimes:
             raise ValueError(f"regimes must be a non-empty subset of {REGIMES}, got {self.regimes}")
         check_fields(
-            self, positive_int=("eval_every", "update_every"), positive=("eps",), probability=("gamma",)
+            self,
+            positive_int=("eval_every", "update_every"),
+            positive=("eps", "log_effect"),
+            probability=("gamma",),
         )
+        if self.noisy_mix not in ("count", "uniform"):
+            raise ValueError(f"MRPEConfig.noisy_mix must be 'count' or 'uniform', got {self.noisy_mix!r}")
         check_in_range("MRPEConfig.delta", self.delta, 0.0, 1.0, low_open=True, high_open=True)
         if self.horizon < self.eval_every:
             raise ValueError(
@@ -114,23 +131,43 @@ def _cell_name(env: str, regime: str) -> str:
     return f"{env}/{regime}"
 
 
+def _cell_baselines(regime: str) -> tuple[str, ...]:
+    """The baselines run in a cell of ``regime`` (GVFExplorer needs finite rewards, as in the repo)."""
+    return BASELINES if regime == "multi_finite" else ("noisy_uniform", "noisy_visitation")
+
+
 def _c(name: str, arm: str, metric: str, op: Any, *, threshold: float | None = None, **kw: Any) -> Criterion:
     return Criterion(name, arm=arm, metric=metric, op=op, threshold=threshold, **kw)
 
 
+def _cell_criteria(config: MRPEConfig) -> list[Criterion]:
+    """One paired criterion per (cell, baseline run in it): MR-NaS's log final max error minus the
+    baseline's in that cell, paired over seeds (t interval), smallest effect ``config.log_effect``.
+    The paper claims a lower error in every environment and regime against every baseline."""
+    out = []
+    for env, _, regime in config.cells():
+        cell = _cell_name(env, regime)
+        for base in _cell_baselines(regime):
+            out.append(
+                paired_criterion(
+                    f"cell_{env}_{regime}_vs_{base}",
+                    "mr_nas",
+                    f"{cell}/log_final_err",
+                    "<",
+                    base,
+                    config.log_effect,
+                    EFFECT_SOURCE,
+                    description=f"{cell}: log final max error below {base}'s, paired over seeds",
+                )
+            )
+    return out
+
+
 def _criteria(config: MRPEConfig) -> tuple[Criterion, ...]:
-    """The criteria for ``config``: the cell count and the trivial error bound follow the config."""
-    n_cells = len(config.cells())
-    most = f"{2 * n_cells // 3} of {n_cells}" if 2 * n_cells % 3 == 0 else f"2/3 of the {n_cells}"
+    """The criteria for ``config``: the cells, the smallest effect and the trivial error bound follow
+    the config. Aggregate rule: the headline is the pooled paired interval over (seed, cell); every
+    per-cell comparison is a supporting criterion, so ``reproduced`` needs each to hold."""
     crit = [
-        _c(
-            "lowest_error_in_most_cells",
-            "mr_nas",
-            "cells_won_frac",
-            ">=",
-            threshold=2 / 3 - 1e-9,
-            description=f"MR-NaS has the lowest final max error in >= {most} cells (per seed, seed mean)",
-        ),
         _c(
             "never_much_worse",
             "mr_nas",
@@ -147,7 +184,7 @@ def _criteria(config: MRPEConfig) -> tuple[Criterion, ...]:
             metric="log_final_err",
             op="<",
             other_arm="noisy_uniform",
-            smallest_effect=LOG_EFFECT,
+            smallest_effect=config.log_effect,
             effect_source=EFFECT_SOURCE,
             description="log final max error below noisy-uniform's, paired over seeds and cells",
         ),
@@ -157,7 +194,7 @@ def _criteria(config: MRPEConfig) -> tuple[Criterion, ...]:
             metric="log_final_err",
             op="<",
             other_arm="noisy_visitation",
-            smallest_effect=LOG_EFFECT,
+            smallest_effect=config.log_effect,
             effect_source=EFFECT_SOURCE,
             description="log final max error below noisy-visitation's, paired over seeds and cells",
         ),
@@ -167,7 +204,7 @@ def _criteria(config: MRPEConfig) -> tuple[Criterion, ...]:
             metric="log_final_err_finite",
             op="<",
             other_arm="gvf_explorer",
-            smallest_effect=LOG_EFFECT,
+            smallest_effect=config.log_effect,
             effect_source=EFFECT_SOURCE,
             description="log final max error below GVFExplorer's in the finite-reward cells (where it runs)",
         ),
@@ -216,6 +253,7 @@ def _criteria(config: MRPEConfig) -> tuple[Criterion, ...]:
             scales=("tiny",),
             description="final errors below the trivial bound 1/(1-gamma)",
         ),
+        *_cell_criteria(config),
     ]
     return tuple(crit)
 
@@ -264,7 +302,7 @@ CLAIM = Claim(
     min_seeds=3,
     setup_notes=(
         "Riverswim 10, ForkedRiverswim 9 states, DoubleChain 9 states; gamma 0.9, eps 0.1, delta 0.01; two "
-        "regimes (single policy reward-free, three policies with one finite reward each). 6e4 steps x 5 "
+        "regimes (single policy reward-free, three policies with one finite reward each). 6e4 steps x 10 "
         "seeds instead of 1e6 x 30; the paper's NArms and SF-NR arms and its third regime are not run at "
         "small. The box error is the exact supremum over [0,1]^S (the repo evaluates basis rewards)."
     ),
@@ -275,6 +313,7 @@ def _agents(config: MRPEConfig, problem: Any, omega_star: np.ndarray, seed_seq: 
     S, A = problem.mdp.n_states, problem.mdp.n_actions
     common: dict[str, Any] = dict(gamma=config.gamma, eps=config.eps, delta=config.delta)
     pols, sets = problem.policies, problem.reward_sets
+    mix: Any = config.noisy_mix
 
     def rng(k: int) -> np.random.Generator:
         return np.random.default_rng([*seed_seq, k])
@@ -282,10 +321,10 @@ def _agents(config: MRPEConfig, problem: Any, omega_star: np.ndarray, seed_seq: 
     agents: dict[str, PolicyEvaluationAgent] = {
         "mr_nas": MRNaSPE(S, A, pols, sets, rng=rng(0), update_every=config.update_every, **common),
         "noisy_uniform": NoisyPolicyAgent(
-            S, A, pols, sets, rng=rng(1), kind="uniform", noise=config.noise_uniform, **common
+            S, A, pols, sets, rng=rng(1), kind="uniform", noise=config.noise_uniform, mix=mix, **common
         ),
         "noisy_visitation": NoisyPolicyAgent(
-            S, A, pols, sets, rng=rng(2), kind="visitation", noise=config.noise_visitation, **common
+            S, A, pols, sets, rng=rng(2), kind="visitation", noise=config.noise_visitation, mix=mix, **common
         ),
         "oracle_omega": MRNaSPE(S, A, pols, sets, rng=rng(4), fixed_omega=omega_star, **common),
         "uniform_random": NoisyPolicyAgent(S, A, pols, sets, rng=rng(5), kind="uniform", noise=1.0, **common),
@@ -310,7 +349,7 @@ class MultiRewardPolicyEvalCheck(ClaimCheck[MRPEConfig]):
             eval_every=500,
         ),
     }
-    default_seeds = {"tiny": 1, "small": 5, "full": 30}
+    default_seeds = {"tiny": 1, "small": 10, "full": 30}
 
     def claim_for(self, config: MRPEConfig) -> Claim:
         return dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))
@@ -358,6 +397,7 @@ class MultiRewardPolicyEvalCheck(ClaimCheck[MRPEConfig]):
                 finals[arm] = float(run.max_error[-1])
                 m = metrics[arm]
                 m[f"{cell}/final_err"] = finals[arm]
+                m[f"{cell}/log_final_err"] = math.log(finals[arm])  # the per-cell paired criteria
                 m[f"{cell}/mean_log_err"] = float(np.mean(np.log(run.max_error)))
                 m[f"{cell}/alloc_l1"] = float(run.alloc_l1[-1])
                 log_final[arm].append(math.log(finals[arm]))
