@@ -614,6 +614,30 @@ def test_tiny_check_runs(monkeypatch):
 
 
 @pytest.mark.slow
+def test_worker_processes_give_the_same_numbers_as_running_here(monkeypatch):
+    """With a thread budget of two, pre-training and every sweep run in one-thread worker processes;
+    at a budget of one everything runs here at one thread: the same models, the same verdict."""
+    from icml25.life.h_tuning import check as hc
+
+    monkeypatch.setenv("ICML25_THREADS", "1")
+    here = hc.CHECK.run("tiny", overrides={"workers": 1, "lrs": (3e-3, 1e-2)})
+    hc._PRETRAINED.clear()
+    monkeypatch.setattr(hc, "thread_budget", lambda: 2)  # workers start; each still runs one thread
+    calls = []
+    real = hc._run_in_workers
+    monkeypatch.setattr(hc, "_run_in_workers", lambda *a: calls.append(a[2]) or real(*a))
+    there = hc.CHECK.run("tiny", overrides={"workers": 2, "lrs": (3e-3, 1e-2)})
+    assert calls == [2]
+    assert torch.get_num_threads() == 1  # the module's fixture value, restored after the run
+    for arm in hc.ARMS:
+        for metric in ("macro_ap", "val_macro_ap", "macro_f1", "late_gain", "steps_run", "lr"):
+            assert here.metrics[arm][metric].values == there.metrics[arm][metric].values, (arm, metric)
+    for a, b in zip(here.criteria, there.criteria, strict=True):
+        assert (a.name, a.value, a.interval) == (b.name, b.value, b.interval)
+    assert here.verdict == there.verdict
+
+
+@pytest.mark.slow
 def test_full_preset_constructs_and_runs_one_step():
     from icml25.life.h_tuning.check import CHECK
 

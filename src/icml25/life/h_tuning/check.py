@@ -78,6 +78,13 @@ Cost (no change to what is measured): each kept model predicts the test and vali
 only), and macro-AP sorts all classes in one call (the bootstrap recomputes it 40,000 times) and
 alone scores the validation checkpoints (it was computed with AUROC and F-scores).
 
+Processes (no change to what is measured): pre-training, every arm's learning-rate sweep of every
+seed and every prediction run at one torch thread, so the numbers do not depend on the run's thread
+count. With a thread budget of two or more (``ICML25_THREADS``; alone on this machine) and
+``workers`` >= 2, the pre-trainings and the sweeps, one job per (arm, seed), run in ``workers``
+one-thread processes, each job sent when its inputs exist (:func:`_run_in_workers`); at a budget of
+one (the main job) they run here one after the other: the same numbers (tested).
+
 Changed after seeing runs 20261206T032826306807Z-4f3896 and 20261206T045001343892Z-1653f3 (not
 reproduced, -12.3 [-14.7, -9.6] and -11.7 [-14.0, -9.3]), because no arm had converged, which the
 runs show independently of the headline's sign: at an equal 60 steps full fine-tuning, LoRA-BP and
@@ -111,7 +118,8 @@ import copy
 import dataclasses
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -123,6 +131,8 @@ from torch import nn
 from icml25.core.arms import Arm, ArmRun, ArmsCheck
 from icml25.core.check import RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.runtime import thread_budget
+from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 
 from .costs import (
@@ -209,6 +219,7 @@ class HTuningCheckConfig:
     min_latency_ratio: float = 2.0
     min_model_ratio: float = 10.0
     max_late_gain: float = 1.0
+    workers: int = 2
 
     def __post_init__(self) -> None:
         if not self.lrs or any(not (isinstance(v, float) and v > 0) for v in self.lrs):
@@ -237,6 +248,7 @@ class HTuningCheckConfig:
                 "patience",
                 "memory_batch",
                 "latency_runs",
+                "workers",
             ),
             positive=(
                 "duration",
@@ -443,56 +455,79 @@ def _shift_downstream() -> DomainShift:
     return DomainShift(noise=0.1, wander=0.15, gain_jitter=0.25, gain_bias=0.15)
 
 
-def _pretrain(cfg: HTuningCheckConfig, ctx: RunContext) -> tuple[ECGNet, ECGNet, float]:
-    key = tuple(
-        getattr(cfg, f)
-        for f in (
-            "n_pretrain",
-            "duration",
-            "fs",
-            "teacher_width",
-            "teacher_layers",
-            "teacher_heads",
-            "student_width",
-            "student_layers",
-            "student_heads",
-            "pretrain_steps",
-            "pretrain_lr",
-            "pretrain_seed",
-            "official_arch",
-            "batch_size",
-        )
-    )
-    if key in _PRETRAINED:
-        return _PRETRAINED[key]
-    start = time.perf_counter()
-    x, y = simulate_ecg_dataset(
-        cfg.n_pretrain,
-        PRETRAIN_CONDITIONS,
-        fs=cfg.fs,
-        duration=cfg.duration,
-        shift=_shift_pretrain(),
-        seed=10_000 + cfg.pretrain_seed,
-    )
-    models = []
-    for name, width, layers, heads in (
-        ("teacher", cfg.teacher_width, cfg.teacher_layers, cfg.teacher_heads),
-        ("student", cfg.student_width, cfg.student_layers, cfg.student_heads),
-    ):
+_PRETRAIN_KEY = (
+    "n_pretrain",
+    "duration",
+    "fs",
+    "teacher_width",
+    "teacher_layers",
+    "teacher_heads",
+    "student_width",
+    "student_layers",
+    "student_heads",
+    "pretrain_steps",
+    "pretrain_lr",
+    "pretrain_seed",
+    "official_arch",
+    "batch_size",
+)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Every training run and prediction of the check runs at one torch thread (in this process or
+    in a worker process), so that its numbers do not depend on the run's thread count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _net(cfg: HTuningCheckConfig, which: str, n_classes: int) -> ECGNet:
+    """A freshly initialised teacher or student ECGNet of ``cfg``'s sizes (draws initial weights)."""
+    if which == "teacher":
+        width, layers, heads = cfg.teacher_width, cfg.teacher_layers, cfg.teacher_heads
+    else:
+        width, layers, heads = cfg.student_width, cfg.student_layers, cfg.student_heads
+    return ECGNet(n_classes, width=width, n_transformer=layers, heads=heads, official=cfg.official_arch)
+
+
+def _from_state(
+    cfg: HTuningCheckConfig, which: str, n_classes: int, state: Mapping[str, torch.Tensor]
+) -> ECGNet:
+    """An ECGNet holding ``state`` (the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        net = _net(cfg, which, n_classes)
+    net.load_state_dict(state)
+    return net.eval()
+
+
+_PRETRAIN_CORPUS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _pretrain_job(cfg: HTuningCheckConfig, which: str) -> tuple[dict[str, torch.Tensor], float]:
+    """Pre-train the ``"teacher"`` or the ``"student"`` at one thread (here or in a worker process);
+    returns its weights and the seconds it took."""
+    with _one_thread():
+        start = time.perf_counter()
+        key = tuple(getattr(cfg, f) for f in _PRETRAIN_KEY)
+        if key not in _PRETRAIN_CORPUS:
+            _PRETRAIN_CORPUS.clear()
+            _PRETRAIN_CORPUS[key] = simulate_ecg_dataset(
+                cfg.n_pretrain,
+                PRETRAIN_CONDITIONS,
+                fs=cfg.fs,
+                duration=cfg.duration,
+                shift=_shift_pretrain(),
+                seed=10_000 + cfg.pretrain_seed,
+            )
+        x, y = _PRETRAIN_CORPUS[key]
         torch.manual_seed(cfg.pretrain_seed)
-        net = ECGNet(
-            len(PRETRAIN_CONDITIONS),
-            width=width,
-            n_transformer=layers,
-            heads=heads,
-            official=cfg.official_arch,
-        )
+        net = _net(cfg, which, len(PRETRAIN_CONDITIONS))
         opt = make_adamw(net, cfg.pretrain_lr)
         tuner = BPTuner(net, opt, linear_warmup_decay(opt, cfg.pretrain_steps))
-
-        def report(done: int, total: int, name: str = name) -> None:
-            ctx.progress(f"pre-train {name}", done, total)
-
         fine_tune(
             tuner,
             x,
@@ -501,10 +536,32 @@ def _pretrain(cfg: HTuningCheckConfig, ctx: RunContext) -> tuple[ECGNet, ECGNet,
             batch_size=cfg.batch_size,
             seed=cfg.pretrain_seed,
             cutmix=False,
-            progress=report,
         )
-        models.append(net.eval())
-    out = (models[0], models[1], time.perf_counter() - start)
+        state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        return state, time.perf_counter() - start
+
+
+def _pretrain(
+    cfg: HTuningCheckConfig,
+    ctx: RunContext,
+    done: Mapping[str, tuple[dict[str, torch.Tensor], float]] | None = None,
+) -> tuple[ECGNet, ECGNet, float]:
+    """The pre-trained (teacher, student) and the seconds their pre-training took, once per process
+    and configuration; ``done`` holds pre-trainings that ran in worker processes."""
+    key = tuple(getattr(cfg, f) for f in _PRETRAIN_KEY)
+    if key in _PRETRAINED and not done:
+        return _PRETRAINED[key]
+    nets = []
+    seconds = 0.0
+    for which in ("teacher", "student"):
+        if done and which in done:
+            state, sec = done[which]
+        else:
+            ctx.progress(f"pre-train {which}", 0, 1)
+            state, sec = _pretrain_job(cfg, which)
+        nets.append(_from_state(cfg, which, len(PRETRAIN_CONDITIONS), state))
+        seconds += sec
+    out = (nets[0], nets[1], seconds)
     _PRETRAINED.clear()
     _MEMORY.clear()  # keyed by the pre-trained models' ids
     _PRETRAINED[key] = out
@@ -674,13 +731,8 @@ class _SeedData:
     student_pre: ECGNet
     pretrain_seconds: float
     ctx: RunContext
-    teachers: dict[int, _MemoTeacher] = dataclasses.field(default_factory=dict)
-
-    def memo_teacher(self, teacher: nn.Module) -> _MemoTeacher:
-        """``teacher`` with its logits remembered per batch, shared by every rate of this seed's sweep."""
-        if id(teacher) not in self.teachers:
-            self.teachers[id(teacher)] = _MemoTeacher(teacher)
-        return self.teachers[id(teacher)]
+    #: (arm, seed) -> its sweep, run in worker processes or here (:func:`_sweep_job`)
+    sweeps: dict[tuple[str, int], _Sweep] = dataclasses.field(default_factory=dict)
 
     def val_ap(self, model: nn.Module) -> float:
         # macro-AP alone (equal to scikit-learn's, tested): run at every checkpoint of every fit
@@ -696,9 +748,9 @@ class _Fitted:
     val_curve: tuple[tuple[int, float], ...] = ()
     best_step: int = 0
     seconds: float = 0.0
-    tuner: Tuner | None = None
     steps_run: int = 0
     late_gain: float = float("nan")
+    sweep_cpu_seconds: float = float("nan")
     prevalence: np.ndarray | None = None
     cache: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
@@ -714,6 +766,190 @@ class _Fitted:
         if split not in self.cache:
             self.cache[split] = self.proba(data.x[getattr(data, split)])
         return self.cache[split]
+
+
+_SEED_ARRAYS: dict[tuple[HTuningCheckConfig, int], tuple[np.ndarray, ...]] = {}
+
+
+def _seed_arrays(cfg: HTuningCheckConfig, seed: int) -> tuple[np.ndarray, ...]:
+    """One seed's downstream records and split ``(x, y, tr, va, te)``, made once per process (the
+    check's process and each worker make the same arrays from the seed)."""
+    key = (cfg, seed)
+    if key not in _SEED_ARRAYS:
+        x, y = simulate_ecg_dataset(
+            cfg.n_downstream,
+            CONDITIONS,
+            fs=cfg.fs,
+            duration=cfg.duration,
+            shift=_shift_downstream(),
+            seed=seed,
+        )
+        tr, va, te = low_label_split(y, cfg.labeled_ratio, cfg.val_frac, seed=seed)
+        _SEED_ARRAYS[key] = (x, y, tr, va, te)
+    return _SEED_ARRAYS[key]
+
+
+@dataclass(frozen=True)
+class _LrRun:
+    """One learning rate's fine-tuning run: its validation curve and convergence measures."""
+
+    best_val: float
+    val_curve: tuple[tuple[int, float], ...]
+    best_step: int
+    seconds: float
+    steps_run: int
+    late_gain: float
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """One arm's learning-rate sweep in one seed: every rate's run, the kept one (best validation
+    macro-AP, ties to the first, as :func:`icml25.core.arms.run_arms` chooses), its weights and its
+    validation and test probabilities."""
+
+    runs: tuple[_LrRun, ...]
+    kept: int
+    state: dict[str, torch.Tensor]
+    p_va: np.ndarray
+    p_te: np.ndarray
+    cpu_seconds: float = float("nan")
+
+
+def _final_model(arm: str, tuner: Tuner) -> nn.Module:
+    """The model an arm keeps: H-Tuning's LoRA merged into the weights, the others unwrapped."""
+    return merge_lora(tuner.model).eval() if arm == "htuning" else unwrap_model(tuner.model).eval()
+
+
+def _sweep_job(
+    cfg: HTuningCheckConfig,
+    arm: str,
+    seed: int,
+    pre_state: Mapping[str, torch.Tensor],
+    teacher_state: Mapping[str, torch.Tensor] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> _Sweep:
+    """Fine-tune ``arm`` at every rate of ``cfg.lrs`` on seed ``seed``'s records at one thread (in
+    this process or in a worker process: the same numbers). ``pre_state``: the pre-trained teacher's
+    or student's weights; ``teacher_state``: the kept H-Tuning model's (the distilled student)."""
+    with _one_thread():
+        cpu = time.process_time()
+        x, y, tr, va, te = _seed_arrays(cfg, seed)
+        which = "student" if arm in STUDENT_ARMS else "teacher"
+        pre = _from_state(cfg, which, len(PRETRAIN_CONDITIONS), pre_state)
+        teacher = None
+        if arm == "student_kd":
+            if teacher_state is None:
+                raise ValueError("teacher_state is needed to distil the student (arm 'student_kd')")
+            teacher = _MemoTeacher(_from_state(cfg, "teacher", y.shape[1], teacher_state))
+
+        def val_score(model: nn.Module) -> float:
+            return macro_average_precision(y[va], predict_proba(model, x[va]))
+
+        runs: list[_LrRun] = []
+        models: list[nn.Module] = []
+        for lr in cfg.lrs:
+            tuner = _make_tuner(arm, pre, cfg, lr, y.shape[1], seed)
+
+            def report(done: int, total: int, lr: float = lr) -> None:
+                if progress is not None:
+                    progress(f"fine-tune {arm} lr={lr:g}", done, total)
+
+            res = fine_tune(
+                tuner,
+                x[tr],
+                y[tr],
+                steps=_steps(arm, cfg),
+                batch_size=cfg.batch_size,
+                seed=seed,
+                val_score=val_score,
+                eval_every=cfg.eval_every,
+                teacher=teacher,
+                progress=report,
+                patience=cfg.patience,
+            )
+            runs.append(
+                _LrRun(
+                    res.best_val,
+                    res.val_curve,
+                    res.best_step,
+                    res.seconds,
+                    res.steps_run,
+                    late_gain(res.val_curve, _steps(arm, cfg), LATE_FRACTION),
+                )
+            )
+            models.append(_final_model(arm, tuner))
+        kept = best_on_validation(dict(enumerate(runs)), lambda run: -run.best_val)
+        model = models[kept]
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        p_va, p_te = predict_proba(model, x[va]), predict_proba(model, x[te])
+        return _Sweep(tuple(runs), kept, state, p_va, p_te, time.process_time() - cpu)
+
+
+def _kept_model(
+    arm: str, pre: ECGNet, cfg: HTuningCheckConfig, sweep: _Sweep, n_classes: int, seed: int
+) -> nn.Module:
+    """The kept model of ``sweep`` rebuilt here from its weights (the same structure and trainable
+    parameters as in the run that trained it)."""
+    with torch.random.fork_rng(devices=[]):
+        model = _final_model(arm, _make_tuner(arm, pre, cfg, cfg.lrs[sweep.kept], n_classes, seed))
+    model.load_state_dict(sweep.state)
+    return model.eval()
+
+
+#: the order in which ready sweeps go to the workers (longest first; the distilled student needs its
+#: seed's H-Tuning sweep, the student arms the pre-trained student only)
+_JOB_ORDER = ("htuning", "lora_bp", "full_ft", "mezo", "student_kd", "head_only", "student_alone")
+
+
+def _run_in_workers(
+    cfg: HTuningCheckConfig, seeds: Sequence[int], workers: int, ctx: RunContext
+) -> tuple[dict[str, tuple[dict[str, torch.Tensor], float]], dict[tuple[str, int], _Sweep]]:
+    """Pre-train both models and run every arm's sweep of every seed in ``workers`` one-thread
+    processes, each job sent when its inputs exist (a worker gets the next job when it is free, in
+    :data:`_JOB_ORDER`). Returns the pre-trained weights and the sweeps. The same numbers as running
+    them here one after the other (every job runs at one thread)."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    pre: dict[str, tuple[dict[str, torch.Tensor], float]] = {}
+    sweeps: dict[tuple[str, int], _Sweep] = {}
+    todo: list[tuple[str, Any]] = [("pretrain", "teacher"), ("pretrain", "student")]
+    todo += [(arm, s) for arm in _JOB_ORDER for s in seeds]
+    total = len(todo)
+
+    def ready(job: tuple[str, Any]) -> bool:
+        arm, seed = job
+        if arm == "pretrain":
+            return True
+        if arm == "student_kd":
+            return "student" in pre and ("htuning", seed) in sweeps
+        return ("student" if arm in STUDENT_ARMS else "teacher") in pre
+
+    def submit(pool: ProcessPoolExecutor, job: tuple[str, Any]) -> Future[Any]:
+        arm, seed = job
+        if arm == "pretrain":
+            return pool.submit(_pretrain_job, cfg, seed)
+        which = "student" if arm in STUDENT_ARMS else "teacher"
+        teacher = sweeps[("htuning", seed)].state if arm == "student_kd" else None
+        return pool.submit(_sweep_job, cfg, arm, seed, pre[which][0], teacher)
+
+    running: dict[Future[Any], tuple[str, Any]] = {}
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        while todo or running:
+            for job in [j for j in todo if ready(j)][: workers - len(running)]:
+                todo.remove(job)
+                running[submit(pool, job)] = job
+            if not running:  # pragma: no cover - every job's inputs come from an earlier job
+                raise RuntimeError(f"no job can start: {todo}")
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                arm, seed = running.pop(fut)
+                if arm == "pretrain":
+                    pre[seed] = fut.result()
+                else:
+                    sweeps[(arm, seed)] = fut.result()
+            ctx.progress(f"fine-tune in {workers} worker processes", total - len(todo) - len(running), total)
+    return pre, sweeps
 
 
 class HTuningCheck(ArmsCheck[HTuningCheckConfig]):
@@ -741,6 +977,7 @@ class HTuningCheck(ArmsCheck[HTuningCheckConfig]):
             eval_every=3,
             memory_batch=16,
             latency_runs=3,
+            workers=1,
         ),
         "small": HTuningCheckConfig(),
         "full": HTuningCheckConfig(  # the paper's sizes: 500 Hz, L = 6144, width 512, 12 blocks, B = 128
@@ -772,20 +1009,39 @@ class HTuningCheck(ArmsCheck[HTuningCheckConfig]):
         """Thresholds and smallest effects come from the config."""
         return dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))
 
+    def __init__(self) -> None:
+        self._sweeps: dict[tuple[str, int], _Sweep] | None = None
+
+    def begin_run(self, config: HTuningCheckConfig) -> None:
+        """Every run trains afresh (sweeps of an earlier run are dropped)."""
+        self._sweeps = None
+        _SEED_ARRAYS.clear()
+
+    def end_run(self) -> None:
+        self._sweeps = None
+        _SEED_ARRAYS.clear()
+
+    def run_seed(self, config: HTuningCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
+        """One seed, everything at one thread. With a thread budget of two or more and ``workers`` >= 2,
+        the first seed first runs the pre-training and every planned seed's sweeps in worker
+        processes (:func:`_run_in_workers`); later seeds then find their sweeps done."""
+        with _one_thread():
+            if self._sweeps is None:
+                self._sweeps = {}
+                workers = min(config.workers, thread_budget())
+                if workers > 1 and seed in self.planned_seeds:
+                    later = [s for s in self.planned_seeds if s >= seed]
+                    done, self._sweeps = _run_in_workers(config, later, workers, ctx)
+                    _pretrain(config, ctx, done)
+            return super().run_seed(config, seed, ctx)
+
     def make_data(self, config: HTuningCheckConfig, seed: int, ctx: RunContext) -> _SeedData:
         cfg = config
         teacher_pre, student_pre, pre_seconds = _pretrain(cfg, ctx)
         ctx.progress("simulate downstream", 0, 1)
-        x, y = simulate_ecg_dataset(
-            cfg.n_downstream,
-            CONDITIONS,
-            fs=cfg.fs,
-            duration=cfg.duration,
-            shift=_shift_downstream(),
-            seed=seed,
-        )
-        tr, va, te = low_label_split(y, cfg.labeled_ratio, cfg.val_frac, seed=seed)
-        return _SeedData(cfg, x, y, tr, va, te, teacher_pre, student_pre, pre_seconds, ctx)
+        x, y, tr, va, te = _seed_arrays(cfg, seed)
+        sweeps = self._sweeps if self._sweeps is not None else {}
+        return _SeedData(cfg, x, y, tr, va, te, teacher_pre, student_pre, pre_seconds, ctx, sweeps)
 
     def arms(self, config: HTuningCheckConfig) -> tuple[Arm, ...]:
         sweep = tuple({"lr": lr} for lr in config.lrs)  # equal effort: one sweep for every trained arm
@@ -834,6 +1090,7 @@ class HTuningCheck(ArmsCheck[HTuningCheckConfig]):
             if name in REFERENCES:
                 continue
             m.update(lr=float(run.setting["lr"]), best_step=float(fit.best_step), train_seconds=fit.seconds)
+            m["sweep_cpu_seconds"] = fit.sweep_cpu_seconds  # the whole sweep's process CPU time, one thread
             # convergence of the kept run (the gates): steps it ran, whether patience ended it before
             # the budget, and its validation gain (points) in the last quarter of the budget
             m["steps_run"] = float(fit.steps_run)
@@ -907,39 +1164,31 @@ class HTuningCheck(ArmsCheck[HTuningCheckConfig]):
 def _fit(
     arm: str, data: _SeedData, setting: Mapping[str, Any], seed: int, earlier: Mapping[str, ArmRun]
 ) -> _Fitted:
+    """One setting of ``arm``'s sweep: the whole sweep runs once (:func:`_sweep_job`, here unless
+    worker processes ran it), and the kept rate's model is rebuilt from its weights."""
     cfg = data.cfg
     pre = data.teacher_pre if arm in TEACHER_ARMS else data.student_pre
-    teacher = data.memo_teacher(earlier["htuning"].model.model) if arm == "student_kd" else None
-    lr = float(setting["lr"])
-    tuner = _make_tuner(arm, pre, cfg, lr, data.y.shape[1], seed)
-
-    def report(done: int, total: int) -> None:
-        data.ctx.progress(f"fine-tune {arm} lr={lr:g}", done, total)
-
-    res = fine_tune(
-        tuner,
-        data.x[data.tr],
-        data.y[data.tr],
-        steps=_steps(arm, cfg),
-        batch_size=cfg.batch_size,
-        seed=seed,
-        val_score=data.val_ap,
-        eval_every=cfg.eval_every,
-        teacher=teacher,
-        progress=report,
-        patience=cfg.patience,
+    key = (arm, seed)
+    if key not in data.sweeps:
+        teacher = earlier["htuning"].model.model.state_dict() if arm == "student_kd" else None
+        data.sweeps[key] = _sweep_job(cfg, arm, seed, pre.state_dict(), teacher, data.ctx.progress)
+    sweep = data.sweeps[key]
+    i = cfg.lrs.index(float(setting["lr"]))
+    run = sweep.runs[i]
+    fitted = _Fitted(
+        None,
+        run.best_val,
+        run.val_curve,
+        run.best_step,
+        run.seconds,
+        steps_run=run.steps_run,
+        late_gain=run.late_gain,
+        sweep_cpu_seconds=sweep.cpu_seconds,
     )
-    model = merge_lora(tuner.model).eval() if arm == "htuning" else unwrap_model(tuner.model).eval()
-    return _Fitted(
-        model,
-        res.best_val,
-        res.val_curve,
-        res.best_step,
-        res.seconds,
-        tuner,
-        steps_run=res.steps_run,
-        late_gain=late_gain(res.val_curve, _steps(arm, cfg), LATE_FRACTION),
-    )
+    if i == sweep.kept:  # only the kept model is scored (the others never reach the test items)
+        fitted.model = _kept_model(arm, pre, cfg, sweep, data.y.shape[1], seed)
+        fitted.cache.update(va=sweep.p_va, te=sweep.p_te)
+    return fitted
 
 
 def _fit_untrained(
