@@ -612,3 +612,36 @@ def test_small_check_is_on_the_protocol() -> None:
     for c in claim.criteria_at("small"):
         if c.other_arm is not None:
             assert c.smallest_effect and c.effect_source
+
+
+def test_medium_preset_is_small_on_a_gpu_with_the_seeds_to_resolve_it_and_runs_one_short_seed() -> None:
+    """Issue 40, item 3: small's headline needs about 15x its units; medium is the same experiment
+    on one GPU with 16x the seeds. Here it constructs and runs one shortened seed on the CPU."""
+    import dataclasses
+    from pathlib import Path
+
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.selekt.check import CHECK, SeleKTCheckConfig
+
+    medium, small = CHECK.config("medium"), CHECK.config("small")
+    assert medium.device == "cuda" and small.device == "cpu"
+    assert dataclasses.replace(medium, device="cpu") == small  # the same experiment ...
+    assert CHECK.default_seeds["medium"] >= 15 * CHECK.default_seeds["small"]  # ... with the seeds it needs
+    assert {c.name for c in CHECK.claim_for(medium).criteria_at("medium")} == {
+        c.name for c in CHECK.claim_for(small).criteria_at("small")
+    }
+    assert {g.name for g in CHECK.claim_for(medium).gates_at("medium")} == {
+        g.name for g in CHECK.claim_for(small).gates_at("small")
+    }
+    with pytest.raises(ValueError, match="device"):
+        SeleKTCheckConfig(device="gpu0")
+    short = dataclasses.replace(
+        CHECK.config("tiny"), device="cpu", steps=1, period_steps=1, lrs=(3e-3,), probe_pool=2,
+        n_humaneval=0,
+    )  # fmt: skip
+    ctx = RunContext(slug="selekt", scale="medium", run_dir=Path("."), reporter=NullReporter())
+    CHECK.begin_run(short)
+    outcome = CHECK.run_seed(short, 0, ctx)
+    assert set(outcome.metrics) == set(CHECK.claim.arms)
+    assert outcome.metrics["selekt"]["projections"] == 1.0

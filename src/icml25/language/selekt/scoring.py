@@ -31,14 +31,16 @@ def _forward_rows(
 ) -> tuple[Tensor, int]:
     """Logits of ``rows`` (trimmed to their longest row) from the position before the batch's
     first labelled token on: returns ``(logits, offset)``, ``logits[:, i]`` predicting the token
-    at position ``offset + i + 1`` (the vocabulary projection is skipped for prompt positions)."""
+    at position ``offset + i + 1`` (the vocabulary projection is skipped for prompt positions).
+    The rows go to the model's device; the logits come back on the CPU."""
     idx = list(rows)
     width = int(attn[idx].sum(1).max())
-    sub_ids, sub_attn = ids[idx, :width], attn[idx, :width]
+    device = next(model.parameters()).device
+    sub_ids, sub_attn = ids[idx, :width].to(device), attn[idx, :width].to(device)
     scored = (labels[idx, 1:width] != -100).any(0).nonzero()
     first = int(scored[0]) if scored.numel() else width - 2  # logit position of the first target
     keep = max(width - first, 2)
-    device_type = next(model.parameters()).device.type
+    device_type = device.type
     with torch.no_grad(), torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
         try:
             out = model(input_ids=sub_ids, attention_mask=sub_attn, logits_to_keep=keep)
@@ -48,7 +50,7 @@ def _forward_rows(
         out = out.logits
     logits = out if isinstance(out, Tensor) else out[0]
     keep = min(keep, logits.shape[1])
-    return logits[:, -keep:].float(), width - keep
+    return logits[:, -keep:].float().cpu(), width - keep  # on the CPU, beside the labels
 
 
 def _batches(attn: Tensor, batch_size: int) -> list[list[int]]:
