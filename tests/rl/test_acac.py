@@ -796,3 +796,46 @@ def test_time_offset_looks_up_the_official_time_index() -> None:
         ACACConfig(time_offset=5)
     with pytest.raises(ValueError, match="time_offset"):
         first_embedding(time_offset=-1)
+
+
+# ---------------------------------------------------------------- the rollout's fast path and workers
+
+
+@pytest.mark.parametrize("grid", [4, 6])
+def test_step_macros_equals_step_on_seeded_episodes(grid: int) -> None:
+    """The rollout's list-based ``step_macros`` gives the same rewards, decisions, observations and
+    endings as the ``ParallelEnv`` ``step`` on the same seeded macro-actions."""
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        a, b = MacroBoxPushing(grid=grid, horizon=40), MacroBoxPushing(grid=grid, horizon=40)
+        _, info = a.reset(seed=seed)
+        b.reset(seed=seed)
+        while a.agents:
+            macros = [int(rng.integers(8)) for _ in a.possible_agents]
+            acts = {
+                n: (m if info[n]["mac_done"] else None)
+                for n, m in zip(a.possible_agents, macros, strict=True)
+            }
+            obs, r, term, trunc, info = a.step(acts)
+            r2, done, latest, term2, trunc2 = b.step_macros(macros)
+            assert r2 == r["agent_0"] and term2 == term["agent_0"] and trunc2 == trunc["agent_0"]
+            assert done == [info[n]["mac_done"] for n in a.possible_agents]
+            for i, n in enumerate(a.possible_agents):
+                np.testing.assert_array_equal(latest[i], obs[n])
+            assert a.official_state() == b.official_state()
+        assert not b.agents
+    with pytest.raises(ValueError, match="macros"):
+        MacroBoxPushing().step_macros([0])
+
+
+def test_runs_in_process_equal_the_plain_training_run() -> None:
+    """``_Runs`` (the worker queue; at one worker it trains in process) returns ``_train``'s curve."""
+    from icml25.rl.acac.check import _Runs, _train
+
+    config = dataclasses.replace(CHECK.config("tiny"), workers=1)
+    runs = _Runs()
+    runs.submit(config, [("bp", "acac", 3e-4, 0)])
+    got = runs.get(config, ("bp", "acac", 3e-4, 0))
+    want = _train(config, "bp", "acac", 3e-4, 0)
+    assert got.returns == want.returns and got.critic_losses == want.critic_losses
+    runs.close()

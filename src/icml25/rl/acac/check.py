@@ -132,6 +132,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
+from icml25.core.runtime import thread_budget
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 
@@ -169,6 +170,7 @@ class ACACCheckConfig:
     bp_eval_episodes: int = 1
     reference_episodes: int = 32
     learner: ACACConfig = ACACConfig(episodes_per_update=16, eval_every=5, eval_episodes=10)
+    workers: int = 2
 
     def __post_init__(self) -> None:
         bad = [a for a in self.arms if a not in CRITICS]
@@ -190,6 +192,7 @@ class ACACCheckConfig:
                 "bp_eval_episodes",
                 "meet_eps_stable_at",
                 "reference_episodes",
+                "workers",
             ),
             non_negative_int=("val_seed",),
             unit_interval=("val_fraction",),
@@ -338,6 +341,57 @@ def _train(
     return train_acac(lambda: make_task_env(config, task), arm, _learner(config, task, lr, fraction), seed)
 
 
+def _train_in_worker(config: ACACCheckConfig, task: str, arm: str, lr: float, seed: int) -> TrainResult:
+    """:func:`_train` in a worker process at one thread (the same numbers as in the main process:
+    every run seeds its own networks, sampling and resets)."""
+    torch.set_num_threads(1)
+    return _train(config, task, arm, lr, seed)
+
+
+#: (task, arm, lr, seed): one training run
+Job = tuple[str, str, float, int]
+
+
+class _Runs:
+    """The training runs of one check run: finished ones and (``workers`` > 1) queued ones.
+
+    With ``min(config.workers, thread_budget())`` > 1 the runs of this and every later planned seed
+    are queued on worker processes, so that two cores train two runs at once; each run is
+    single-threaded and seeded by itself, so the numbers do not depend on where it ran.
+    """
+
+    def __init__(self) -> None:
+        self.done: dict[Job, TrainResult] = {}
+        self.queued: dict[Job, Any] = {}
+        self.pool: Any = None
+
+    def submit(self, config: ACACCheckConfig, jobs: Sequence[Job]) -> None:
+        workers = min(config.workers, thread_budget())
+        if workers <= 1:
+            return
+        if self.pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+        for job in dict.fromkeys(jobs):
+            if job not in self.done and job not in self.queued:
+                self.queued[job] = self.pool.submit(_train_in_worker, config, *job)
+
+    def get(self, config: ACACCheckConfig, job: Job) -> TrainResult:
+        if job not in self.done:
+            fut = self.queued.pop(job, None)
+            self.done[job] = fut.result() if fut is not None else _train(config, *job)
+        return self.done.pop(job)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
+        self.queued = {}
+        self.done = {}
+
+
 @functools.lru_cache(maxsize=32)
 def _chosen_lr(config: ACACCheckConfig, task: str, arm: str) -> float:
     """Learning rate of ``arm`` on ``task``: best area under the eval curve on the validation seed."""
@@ -393,6 +447,7 @@ class ACACCheck(ClaimCheck[ACACCheckConfig]):
             meet_steps=200,
             lrs=(3e-4,),
             reference_episodes=4,
+            workers=1,
             learner=ACACConfig(
                 episodes_per_update=8,
                 n_envs=12,
@@ -419,6 +474,18 @@ class ACACCheck(ClaimCheck[ACACCheckConfig]):
     def claim_for(self, config: ACACCheckConfig) -> Claim:
         return dataclasses.replace(CLAIM, criteria=_criteria(config), gates=_gates(config))
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._runs = _Runs()
+
+    def begin_run(self, config: ACACCheckConfig) -> None:
+        """Fresh training runs for every run."""
+        self._runs.close()
+
+    def end_run(self) -> None:
+        """Shut the workers down (cancelling queued runs)."""
+        self._runs.close()
+
     def run_seed(self, config: ACACCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # widths <= 64: extra intra-op threads only spin on a shared machine
@@ -430,6 +497,17 @@ class ACACCheck(ClaimCheck[ACACCheckConfig]):
     def _run_seed(self, config: ACACCheckConfig, seed: int, ctx: RunContext) -> SeedOutcome:
         metrics: dict[str, dict[str, float]] = {a: {} for a in (*config.arms, *REFERENCES)}
         series: dict[str, Any] = {}
+        # queue this seed's and every later planned seed's runs on the workers (none at one thread)
+        later = [s for s in self.planned_seeds if s > seed] if seed in self.planned_seeds else []
+        self._runs.submit(
+            config,
+            [
+                (task, arm, _chosen_lr(config, task, arm), s)
+                for s in (seed, *later)
+                for task in config.tasks
+                for arm in config.arms
+            ],
+        )
         for task in config.tasks:
             steps = config.bp_steps if task == "bp" else config.meet_steps
             threshold = config.bp_threshold if task == "bp" else config.meet_threshold
@@ -438,7 +516,7 @@ class ACACCheck(ClaimCheck[ACACCheckConfig]):
                 ctx.progress(f"{task}: choose lr for {arm}", 0, 1)
                 lr = _chosen_lr(config, task, arm)
                 ctx.progress(f"{task}: train {arm}", 0, 1)
-                res = _train(config, task, arm, lr, seed)
+                res = self._runs.get(config, (task, arm, lr, seed))
                 hit = res.steps_to(threshold)
                 m = metrics[arm]
                 m[f"{task}/lr"] = lr

@@ -137,13 +137,7 @@ class MacroActionEnv(ParallelEnv):  # type: ignore[misc]
             if not 0 <= int(a) < self.n_macro_actions:
                 raise ValueError(f"actions[{agent!r}] must lie in [0, {self.n_macro_actions}), got {a}")
             self._macro[i] = int(a)
-        reward, ended, terminated = self._advance(list(self._macro), starting)
-        self.t += 1
-        truncated = not terminated and self.t >= self.horizon
-        self._mac_done = [bool(e) for e in ended]
-        for i in range(self.n_agents):
-            if self._mac_done[i]:
-                self._obs[i] = self._observe(i).astype(np.float32)
+        reward, terminated, truncated = self._step_core(starting)
         obs = {a: self._obs[i].copy() for i, a in enumerate(self.possible_agents)}
         rewards = {a: float(reward) for a in self.possible_agents}
         terms = {a: bool(terminated) for a in self.possible_agents}
@@ -152,9 +146,45 @@ class MacroActionEnv(ParallelEnv):  # type: ignore[misc]
             a: {"mac_done": self._mac_done[i], "t": self.t, "team_reward": float(reward)}
             for i, a in enumerate(self.possible_agents)
         }
+        return obs, rewards, terms, truncs, infos
+
+    def _step_core(self, starting: list[bool]) -> tuple[float, bool, bool]:
+        """Advance one primitive step with ``self._macro`` set: (team reward, terminated, truncated)."""
+        reward, ended, terminated = self._advance(list(self._macro), starting)
+        self.t += 1
+        truncated = not terminated and self.t >= self.horizon
+        self._mac_done = [bool(e) for e in ended]
+        for i in range(self.n_agents):
+            if self._mac_done[i]:
+                self._obs[i] = self._observe(i).astype(np.float32)
         if terminated or truncated:
             self.agents = []
-        return obs, rewards, terms, truncs, infos
+        return float(reward), bool(terminated), bool(truncated)
+
+    def step_macros(self, macros: list[int]) -> tuple[float, list[bool], list[np.ndarray], bool, bool]:
+        """:meth:`step` without the dict API (the learners' rollout hot path; same dynamics).
+
+        Args:
+            macros: ``n_agents`` macro-action indices; entry ``i`` is used only where agent ``i``
+                is at a decision point (``mac_done``), as ``None`` actions are in :meth:`step`.
+
+        Returns:
+            ``(team reward, mac_done per agent, latest macro-observations (not copies), terminated,
+            truncated)``.
+        """
+        if not self.agents:
+            raise ValueError("step_macros called on a finished episode; call reset first")
+        if len(macros) != self.n_agents:
+            raise ValueError(f"macros must hold {self.n_agents} entries, got {len(macros)}")
+        starting = list(self._mac_done)
+        for i in range(self.n_agents):
+            if starting[i]:
+                a = macros[i]
+                if not 0 <= a < self.n_macro_actions:
+                    raise ValueError(f"macros[{i}] must lie in [0, {self.n_macro_actions}), got {a}")
+                self._macro[i] = a
+        reward, terminated, truncated = self._step_core(starting)
+        return reward, self._mac_done, self._obs, terminated, truncated
 
 
 # ------------------------------------------------------------------------------------------------

@@ -349,20 +349,17 @@ def collect(
         starts[:, t] = live_dec
         valid[:, t] = alive_t
         acts_t = actions[:, t].tolist()
-        dec_t = live_dec.tolist()
         for e in np.flatnonzero(alive).tolist():
-            acts = {a: (acts_t[e][i] if dec_t[e][i] else None) for i, a in enumerate(names)}
-            o, r, term, trunc, info = envs[e].step(acts)
-            rewards_np[e, t] = r[names[0]]
-            totals[e] += r[names[0]]
-            for i, a in enumerate(names):
-                done_i = bool(info[a]["mac_done"])
-                if done_i:
-                    cur_np[e, i] = o[a]
-                dec_np[e, i] = done_i
-            if term[names[0]] or trunc[names[0]]:
+            r, done, latest, term, trunc = envs[e].step_macros(acts_t[e])
+            rewards_np[e, t] = r
+            totals[e] += r
+            for i in range(n):
+                if done[i]:
+                    cur_np[e, i] = latest[i]
+                dec_np[e, i] = done[i]
+            if term or trunc:
                 alive[e] = False
-                terminated[e] = bool(term[names[0]])
+                terminated[e] = term
                 ended_at[e] = t + 1
         cur, dec = torch.from_numpy(cur_np.copy()), torch.from_numpy(dec_np.copy())
     rewards = torch.from_numpy(rewards_np)
