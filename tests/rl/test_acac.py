@@ -839,3 +839,15 @@ def test_runs_in_process_equal_the_plain_training_run() -> None:
     want = _train(config, "bp", "acac", 3e-4, 0)
     assert got.returns == want.returns and got.critic_losses == want.critic_losses
     runs.close()
+
+
+def test_medium_preset_constructs_and_runs_one_update() -> None:
+    """``medium`` (small's design, 57 seeds on 16 workers) builds and takes one update here."""
+    config = CHECK.config("medium")
+    assert CHECK.default_seeds["medium"] == 57 and config.workers == 16
+    assert config.bp_steps == CHECK.config("small").bp_steps and config.arms == ("acac", "padded")
+    cfg = dataclasses.replace(config.learner, total_steps=1, eval_episodes=1)
+    res = train_acac(
+        lambda: MacroBoxPushing(grid=config.grid, horizon=config.bp_horizon), "padded", cfg, seed=0
+    )
+    assert len(res.critic_losses) == 1 and math.isfinite(res.critic_losses[0])
