@@ -102,6 +102,14 @@ actor's hot path without per-step input checks, the critic's aggregator at joint
 waypoint controller in plain floats), so 5 seeds cost about what 3 did. Criteria, thresholds and
 smallest effects are unchanged.
 
+Round 9 (time, power): the rollout steps the environments through ``step_macros`` and the runs
+train on ``min(workers, thread budget)`` worker processes (two at small): the same numbers, about
+half the wall time alone at two threads. The headline stays underpowered at small (each run either
+pushes the big box or settles on the two small boxes for good, so steps-to-250 is a censored coin
+flip; one exploratory 4x4 pair, seed 100, settled on a small box too). ``medium`` is small's
+design with the 57 seeds the measured paired spread (sd about 45k steps) needs for an interval
+narrower than the smallest effect, one run per core of a 16-core CPU; declared before any medium run.
+
 Criteria and thresholds (declared before the small run):
 
 * gates: ``scripted_solves`` (the scripted policy's return >= ``bp_threshold``: the official rules
