@@ -453,3 +453,21 @@ def test_claim_for_follows_the_cells_and_gamma(tmp_path) -> None:  # noqa: ANN00
     metrics = summarize_metrics([CHECK.run_seed(config, 0, ctx).metrics])
     results = [evaluate_criterion(c, metrics) for c in claim.criteria]
     assert all("not measured" not in r.reason for r in results), [r.reason for r in results]
+
+
+def test_multi_policy_draws_are_without_replacement_as_the_official_setup_rewards() -> None:
+    """The official setup_rewards draws the three rewarded (state, action) pairs and the three
+    canonical reward states with replace=False; distinct_draws=False keeps the independent draws."""
+    mdp = riverswim(5)
+
+    def states(distinct: bool, seed: int) -> list[int]:
+        prob = make_problem(mdp, "multi_finite", rng=np.random.default_rng(seed), distinct_draws=distinct)
+        return [int(np.argmax(rs.rewards[0])) for rs in prob.reward_sets]  # type: ignore[attr-defined]
+
+    assert all(len(set(states(True, s))) == 3 for s in range(200))
+    assert any(len(set(states(False, s))) < 3 for s in range(200))  # coincidences under the old rule
+    from types import SimpleNamespace
+
+    two_states = SimpleNamespace(n_states=2, n_actions=2)  # three distinct canonical rewards cannot exist
+    with pytest.raises(ValueError, match="distinct_draws"):
+        make_problem(two_states, "multi_finite", rng=np.random.default_rng(0))  # type: ignore[arg-type]

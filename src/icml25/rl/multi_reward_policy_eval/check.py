@@ -91,6 +91,10 @@ class MRPEConfig:
     #: the noisy baselines' noise-free part: "count" (the repo's mixture_policy, each action weighted by
     #: how many target policies take it) or "uniform" (equal weight on each distinct target action)
     noisy_mix: str = "count"
+    #: multi-policy regimes: the three rewarded (state, action) pairs and the three canonical reward
+    #: states drawn without replacement, as the official setup_rewards (True), or independently (False,
+    #: the rule of the runs recorded before this flag)
+    distinct_draws: bool = True
     #: smallest effect of interest of every paired log-final-error criterion (pooled and per cell)
     log_effect: float = LOG_EFFECT
     stop_demo: bool = True
@@ -367,7 +371,12 @@ class MultiRewardPolicyEvalCheck(ClaimCheck[MRPEConfig]):
             cell = _cell_name(env_name, regime)
             mdp = make_env(env_name, **{_SIZE_KW[env_name]: size})
             problem = make_problem(
-                mdp, regime, gamma=config.gamma, rng=np.random.default_rng([seed, ci]), env_name=env_name
+                mdp,
+                regime,
+                gamma=config.gamma,
+                rng=np.random.default_rng([seed, ci]),
+                env_name=env_name,
+                distinct_draws=config.distinct_draws,
             )
             A_eff = effective_bound(mdp.P, problem.policies, problem.reward_sets, config.gamma)
             alloc = solve_allocation(mdp.P, A_eff, config.gamma, config.eps)

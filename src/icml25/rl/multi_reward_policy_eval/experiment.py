@@ -57,9 +57,23 @@ class PEProblem:
 
 
 def make_problem(
-    mdp: TabularMDP, regime: str, *, gamma: float = 0.9, rng: np.random.Generator, env_name: str = ""
+    mdp: TabularMDP,
+    regime: str,
+    *,
+    gamma: float = 0.9,
+    rng: np.random.Generator,
+    env_name: str = "",
+    distinct_draws: bool = True,
 ) -> PEProblem:
-    """Target policies and reward sets of one of :data:`REGIMES` on ``mdp``."""
+    """Target policies and reward sets of one of :data:`REGIMES` on ``mdp``.
+
+    In the multi-policy regimes each of the three target policies is optimal for a one-hot reward on
+    a random (state, action) pair, and in ``multi_finite`` its reward set is one canonical reward
+    ``e_j`` of a random state ``j`` (Section 5 of the paper). ``distinct_draws=True`` (the default)
+    draws the three pairs, and the three states, without replacement, as the official
+    ``tabular_sim.setup_rewards`` does; ``False`` draws each independently (our earlier rule, under
+    which two policies or two reward sets can coincide).
+    """
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     S, A = mdp.n_states, mdp.n_actions
@@ -68,6 +82,20 @@ def make_problem(
         R[S - 1, _FORWARD.get(env_name, A - 1)] = 1.0
         policies: list[np.ndarray] = [value_iteration(mdp.P, R, gamma)[1]]
         sets: list[RewardSet] = [BoxRewardSet(S)]
+    elif distinct_draws:
+        if S * A < 3 or (regime == "multi_finite" and S < 3):
+            raise ValueError(
+                f"distinct_draws needs at least 3 (state, action) pairs and 3 states, got S={S}, A={A}"
+            )
+        policies = []
+        for flat in rng.choice(S * A, size=3, replace=False):
+            R = np.zeros((S, A))
+            R[int(flat) // A, int(flat) % A] = 1.0
+            policies.append(value_iteration(mdp.P, R, gamma)[1])
+        if regime == "multi_finite":
+            sets = [canonical_rewards(S, [int(j)]) for j in rng.choice(S, size=3, replace=False)]
+        else:
+            sets = [BoxRewardSet(S) for _ in policies]
     else:
         policies = []
         for _ in range(3):
