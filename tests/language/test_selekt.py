@@ -626,7 +626,8 @@ def test_medium_preset_is_small_on_a_gpu_with_the_seeds_to_resolve_it_and_runs_o
 
     medium, small = CHECK.config("medium"), CHECK.config("small")
     assert medium.device == "cuda" and small.device == "cpu"
-    assert dataclasses.replace(medium, device="cpu") == small  # the same experiment ...
+    # the same experiment (the recorded small run's 60 test edits and 120-problem probe pool) ...
+    assert dataclasses.replace(small, device="cuda", n_test_edits=60, probe_pool=120) == medium
     assert CHECK.default_seeds["medium"] >= 15 * CHECK.default_seeds["small"]  # ... with the seeds it needs
     assert {c.name for c in CHECK.claim_for(medium).criteria_at("medium")} == {
         c.name for c in CHECK.claim_for(small).criteria_at("small")
