@@ -60,6 +60,11 @@ smallest effect 0.03. The RGB U-Net is far ahead (0.409; CI [-0.233, -0.115]); t
 are undetermined; label_efficient fails (mIoU ratio 0.75). The constant reference scores per-image Dice 0.48
 (as high as every trained arm's 0.46-0.48) but mIoU 0.02.
 
+Development run of the cut preset (4 seeds, 200/40/100 steps; run 20261206T152155735798Z-2c1121, one
+thread on a loaded machine): not reproduced. Gates hold (0.216 above the floor; loss ratio 0.374).
+Headline -0.022, 95 % CI [-0.046, +0.006]: fails. The ablations now fail (Laplace vs Gaussian -0.011,
+CI [-0.032, +0.006]; contrastive -0.013, CI [-0.034, +0.005]); label_efficient holds narrowly (0.905).
+
 Differences from the official training (see the README): pixel-space denoising *reconstruction*
 pretraining (epsilon prediction, L1 for Laplace) stands in for fine-tuning a pretrained Stable-Diffusion
 UNet on VAE latents; an MSE reconstruction term stands in for the VGG19 content loss. The InfoNCE
