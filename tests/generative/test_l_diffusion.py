@@ -316,3 +316,29 @@ def test_contrastive_loss_is_per_image_by_default() -> None:
         LDiffusionConfig(tau=tau, anchor_fraction=1.0, per_image=False, official_skip=False),
     )
     assert float(pooled._infonce(feats, y, torch.Generator().manual_seed(0))) != pytest.approx((l1 + l2) / 2)
+
+
+def test_official_laplace_scale_runs_the_official_additive_noise() -> None:
+    """``form="additive", laplace_scale=1.0`` adds Laplace(0, sqrt(1 - abar_t)) noise, as the official
+    code does: the denoiser sees x0 + sqrt(1 - abar_t) * sqrt(2) * n for our unit-variance n (same draws)."""
+    seen: list[torch.Tensor] = []
+
+    class Recorder(torch.nn.Module):
+        def forward(self, x, t, cond):  # type: ignore[no-untyped-def]
+            seen.append(x.detach().clone())
+            return torch.zeros_like(x)
+
+    x0 = torch.zeros(2, 3, 8, 8)
+    feats = {}
+    for scale in (None, 1.0):
+        seen.clear()
+        ld = LDiffusion(Recorder(), LDiffusionConfig(form="additive", laplace_scale=scale, timesteps=(500,)))
+        ld.pixel_features(x0)
+        feats[scale] = seen[0]
+    torch.testing.assert_close(feats[1.0], feats[None] * math.sqrt(2), rtol=1e-5, atol=1e-6)
+    gauss = LDiffusion(Recorder(), LDiffusionConfig(noise="gaussian", laplace_scale=1.0, timesteps=(500,)))
+    assert gauss._laplace_scale is None  # the Gaussian ablation keeps unit variance
+    assert LDiffusionConfig().laplace_scale is None  # the recorded runs' unit-variance noise
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="laplace_scale"):
+            LDiffusionConfig(laplace_scale=bad)

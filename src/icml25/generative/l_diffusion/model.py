@@ -70,6 +70,11 @@ class LDiffusionConfig:
     """Noise family, schedule, feature timesteps and the contrastive settings.
 
     ``timesteps``: the ``T_f`` steps whose ``x0_hat`` maps form the pixel vector (5-15 in the paper).
+    ``laplace_scale``: the scale ``b`` of the Laplace noise before the ``sqrt(1 - abar_t)`` factor
+    (:func:`icml25.nn.diffusion.sample_noise`); ``None`` (default) is unit variance, ``b = 1/sqrt 2``.
+    The official code adds ``Laplace(0, sqrt(1 - abar_t))`` noise to its latents, i.e. ``b = 1``:
+    ``form="additive", laplace_scale=1.0`` is its forward process exactly. Ignored for Gaussian noise
+    (the ablation arm keeps its unit-variance Gaussian).
     ``feature``: ``"gray"`` (official, one value per step) or ``"rgb"`` (three).
     ``tau``: InfoNCE temperature; ``anchors_per_class``, ``n_neg``: sampled pixels per class / negatives.
     ``anchor_fraction``: anchors as a fraction of each class's pixels, rounded down (official: 0.01, at
@@ -88,6 +93,7 @@ class LDiffusionConfig:
     schedule: Literal["linear", "cosine"] = "cosine"
     T: int = 1000
     form: Literal["vp", "additive"] = "vp"
+    laplace_scale: float | None = None
     timesteps: tuple[int, ...] = (600, 450, 300, 200, 100)
     feature: Literal["gray", "rgb"] = "gray"
     tau: float = 0.1
@@ -109,6 +115,8 @@ class LDiffusionConfig:
         if self.form not in ("vp", "additive"):
             raise ValueError(f"LDiffusionConfig.form must be 'vp' or 'additive', got {self.form!r}")
         check_fields(self, positive_int=("T", "anchors_per_class", "n_neg", "min_anchors"), positive=("tau",))
+        if self.laplace_scale is not None:
+            check_fields(self, positive=("laplace_scale",))
         if self.anchor_fraction is not None and not 0 < self.anchor_fraction <= 1:
             raise ValueError(
                 f"LDiffusionConfig.anchor_fraction must lie in (0, 1] or be None, got {self.anchor_fraction}"
@@ -330,13 +338,19 @@ class LDiffusion:
         self.schedule = NoiseSchedule(self.config.schedule, self.config.T)
 
     @property
+    def _laplace_scale(self) -> float | None:
+        """The configured Laplace scale, for Laplace noise only."""
+        return self.config.laplace_scale if self.config.noise == "laplace" else None
+
+    @property
     def n_features(self) -> int:
         return len(self.config.timesteps) * (1 if self.config.feature == "gray" else 3)
 
     def _x0_hats(self, x: Tensor) -> list[Tensor]:
         cfg = self.config
         g = torch.Generator().manual_seed(cfg.noise_seed)
-        noise = sample_noise(x.shape[1:], cfg.noise, generator=g).to(x).expand_as(x)
+        noise = sample_noise(x.shape[1:], cfg.noise, generator=g, laplace_scale=self._laplace_scale)
+        noise = noise.to(x).expand_as(x)
         outs = []
         for t in cfg.timesteps:
             tt = torch.full((x.shape[0],), t, dtype=torch.long, device=x.device)
@@ -388,6 +402,7 @@ class LDiffusion:
                 family=self.config.noise,
                 form=self.config.form,
                 generator=g,
+                laplace_scale=self._laplace_scale,
             )
             opt.zero_grad()
             loss.backward()
