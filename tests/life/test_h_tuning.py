@@ -536,9 +536,9 @@ def test_convergence_gates_close_the_verdict_when_a_headline_arm_still_improves(
     for arm in ("htuning", "full_ft", "head_only"):  # unscoped: they close the whole verdict
         assert gates[f"{arm}_converged"].guards == ()
     assert gates["lora_bp_converged"].guards == ("comparable_to_lora_bp",)
-    for arm in ("student_kd", "student_alone"):
-        assert gates[f"{arm}_converged"].guards == ("kd_beats_alone",)
-    assert "mezo_converged" not in gates
+    for arm in ("student_kd", "student_alone", "mezo"):  # the students' accuracy is informational
+        assert f"{arm}_converged" not in gates
+    assert "kd_beats_alone" not in {c.name for c in hc.CHECK.claim_for(cfg).criteria}
     g = gates["htuning_converged"]
     assert (g.metric, g.op, g.reduce, g.threshold) == ("late_gain", "<=", "max", cfg.max_late_gain)
     plateaued = summarize_metrics([{"htuning": {"late_gain": 0.0}}, {"htuning": {"late_gain": 0.4}}])
