@@ -117,3 +117,30 @@ def test_cpu_model_reads_the_model_name(tmp_path) -> None:
     assert cpu_flags(tmp_path / "empty") is None and cpu_flags(tmp_path / "missing") is None
     env = environment()
     assert "cpu_model" in env and "cpu_capability" in env
+
+
+def test_worker_pool_queues_only_when_the_thread_budget_allows(monkeypatch) -> None:
+    import operator
+
+    from icml25.core.runtime import WorkerPool
+
+    monkeypatch.setenv("ICML25_THREADS", "1")  # a one-thread slot: nothing is queued, the caller runs it
+    solo = WorkerPool(4)
+    assert solo.workers == 1 and not solo.active
+    assert solo.submit("a", operator.add, 1, 2) is False and not solo.queued("a")
+    with pytest.raises(KeyError):
+        solo.take("a")
+    monkeypatch.setenv("ICML25_THREADS", "2")
+    pool = WorkerPool(8)
+    assert pool.workers == 2 and pool.active
+    try:
+        assert pool.submit("a", operator.add, 1, 2) and pool.submit("b", operator.mul, 3, 4)
+        assert pool.submit("a", operator.add, 100, 200)  # already queued: kept, not resubmitted
+        assert pool.queued("a") and pool.take("a") == 3 and not pool.queued("a")
+        assert pool.take("b") == 12
+    finally:
+        pool.close()
+    assert not pool.queued("b")
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="workers"):
+            WorkerPool(bad)  # type: ignore[arg-type]

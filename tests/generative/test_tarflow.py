@@ -650,8 +650,10 @@ def test_a_one_thread_budget_starts_no_workers(monkeypatch) -> None:
 
     monkeypatch.setenv("ICML25_THREADS", "1")
     runs = _Runs()
-    runs.submit(CHECK.config("small"), [("tarflow", "few", 1e-3, 0)])  # small asks for 2 workers
-    assert runs.pool is None and not runs.queued
+    job = ("tarflow", "few", 1e-3, 0)
+    runs.submit(CHECK.config("small"), [job])  # small asks for 2 workers
+    assert runs.pool is not None and not runs.pool.active and not runs.pool.queued(job)
+    assert runs.pool._pool is None  # no process was started
 
 
 def test_three_training_set_sizes_are_nested_draws_from_the_family() -> None:

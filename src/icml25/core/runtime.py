@@ -8,7 +8,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +26,7 @@ __all__ = [
     "seed_everything",
     "set_threads",
     "thread_budget",
+    "WorkerPool",
     "Stopwatch",
     "cpu_flags",
     "cpu_model",
@@ -126,6 +127,62 @@ def thread_budget() -> int:
             raise ValueError(f"ICML25_THREADS must be a positive integer, got {env!r}")
         return int(env)
     return os.cpu_count() or 1
+
+
+class WorkerPool:
+    """Keyed jobs run ahead in spawned worker processes, when the run's thread budget allows.
+
+    A check whose training runs are independent, single-threaded and seeded by their own arguments
+    (so that where a run trains changes no number) queues them here: with
+    ``min(workers, thread_budget())`` > 1 a ``spawn`` process pool of that many workers starts on the
+    first :meth:`submit`; otherwise nothing is queued and the caller runs each job itself, in its own
+    process, when it needs it (a one-thread slot of the main job stays one core).
+
+    Args:
+        workers: the check's worker setting (at most :func:`thread_budget` processes start).
+    """
+
+    def __init__(self, workers: int) -> None:
+        check_positive("workers", workers, integer=True)
+        self.workers = min(int(workers), thread_budget())
+        self._pool: Any = None
+        self._futures: dict[Hashable, Any] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether jobs go to worker processes (more than one worker allowed)."""
+        return self.workers > 1
+
+    def submit(self, key: Hashable, fn: Callable[..., Any], *args: Any) -> bool:
+        """Queue ``fn(*args)`` (a picklable top-level function) under ``key`` unless the pool is inactive
+        or ``key`` is already queued. Returns whether the job is queued."""
+        if not self.active:
+            return False
+        if key in self._futures:
+            return True
+        if self._pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
+        self._futures[key] = self._pool.submit(fn, *args)
+        return True
+
+    def queued(self, key: Hashable) -> bool:
+        """Whether ``key`` is queued and not yet taken."""
+        return key in self._futures
+
+    def take(self, key: Hashable) -> Any:
+        """The result of the queued job ``key`` (waiting for it), removed from the queue; ``KeyError``
+        when it was never queued (the caller then runs it itself)."""
+        return self._futures.pop(key).result()
+
+    def close(self) -> None:
+        """Shut the pool down, cancelling queued jobs, and forget them."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+        self._futures = {}
 
 
 def set_threads(n: int | None = None) -> int:

@@ -131,7 +131,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
-from icml25.core.runtime import thread_budget
+from icml25.core.runtime import WorkerPool
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 from icml25.nn.params import count_parameters
@@ -606,35 +606,28 @@ Job = tuple[str, str, float, int]
 
 
 class _Runs:
-    """The training runs of one check run: finished ones, and (``workers`` > 1) queued ones."""
+    """The training runs of one check run: finished ones, and (``workers`` > 1) queued ones on a
+    :class:`icml25.core.runtime.WorkerPool` (at ``workers`` = 1 or a one-thread budget every run trains
+    here, at a worker's one thread, with the same numbers)."""
 
     def __init__(self) -> None:
         self.done: dict[Job, Trained] = {}
-        self.queued: dict[Job, Any] = {}
-        self.pool: Any = None
+        self.pool: WorkerPool | None = None
 
     def submit(self, config: TarFlowCheckConfig, jobs: Sequence[Job]) -> None:
-        """Queue every job that is neither finished nor queued (nothing happens at ``workers`` = 1 or
-        a one-thread budget: every run then trains here, at a worker's one thread, with the same numbers)."""
-        workers = min(config.workers, thread_budget())
-        if workers <= 1:
-            return
+        """Queue every job that is neither finished nor queued."""
         if self.pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+            self.pool = WorkerPool(config.workers)
         for job in dict.fromkeys(jobs):
-            if job not in self.done and job not in self.queued:
-                self.queued[job] = self.pool.submit(_train_in_worker, config, *job)
+            if job not in self.done:
+                self.pool.submit(job, _train_in_worker, config, *job)
 
     def get(self, config: TarFlowCheckConfig, job: Job, ctx: RunContext, name: str) -> Trained:
         """The finished run of ``job``: awaited if queued, else trained here."""
         if job not in self.done:
-            fut = self.queued.pop(job, None)
-            if fut is not None:
+            if self.pool is not None and self.pool.queued(job):
                 ctx.progress(f"train {name} lr={job[2]:g} (worker)", 0, 1)
-                self.done[job] = _from_worker(config, job[0], fut.result())
+                self.done[job] = _from_worker(config, job[0], self.pool.take(job))
             else:
                 self.done[job] = _train(
                     config,
@@ -645,9 +638,8 @@ class _Runs:
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.close()
         self.pool = None
-        self.queued = {}
         self.done = {}
 
 

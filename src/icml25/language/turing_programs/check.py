@@ -128,7 +128,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
-from icml25.core.runtime import thread_budget
+from icml25.core.runtime import WorkerPool
 from icml25.core.validate import check_fields, check_in_range
 
 from .model import DecoderConfig, TinyDecoder
@@ -512,8 +512,7 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
 
     def __init__(self) -> None:
         self._cache = _Cache()
-        self._pool: Any = None
-        self._futures: dict[Any, Any] = {}
+        self._pool: WorkerPool | None = None
 
     def claim_for(self, config: TuringProgramsCheckConfig) -> Claim:
         """Criteria follow the arms and thresholds of ``config``."""
@@ -523,14 +522,13 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
     def begin_run(self, config: TuringProgramsCheckConfig) -> None:
         """A fresh learning-rate sweep cache for every run."""
         self._cache = _Cache()
-        self._futures = {}
+        self._pool = WorkerPool(config.workers)
 
     def end_run(self) -> None:
         """Shut the worker pool down (cancelling queued runs) and drop the cache."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.close()
         self._pool = None
-        self._futures = {}
         self._cache = _Cache()
 
     # -- training with the shared learning-rate sweep -----------------------------------------
@@ -539,20 +537,11 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         """Queue every ``(arm, lr, seed)`` job not yet trained or queued on the pool (``workers`` > 1, at
         most the run's thread budget: in a one-thread slot every run trains here, at the same one thread
         as a worker, so the numbers are the same)."""
-        workers = min(config.workers, thread_budget())
-        if workers <= 1:
-            return
-        todo = [j for j in dict.fromkeys(jobs) if (config, *j) not in self._cache.runs]
-        todo = [j for j in todo if (config, *j) not in self._futures]
-        if not todo:
-            return
         if self._pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
-        for arm, lr, seed in todo:
-            self._futures[(config, arm, lr, seed)] = self._pool.submit(train_arm, config, arm, lr, seed)
+            self._pool = WorkerPool(config.workers)
+        for arm, lr, seed in dict.fromkeys(jobs):
+            if (config, arm, lr, seed) not in self._cache.runs:
+                self._pool.submit((config, arm, lr, seed), train_arm, config, arm, lr, seed)
 
     def _ensure_trained(
         self, config: TuringProgramsCheckConfig, jobs: Sequence[tuple[str, float, int]], ctx: RunContext
@@ -567,8 +556,8 @@ class TuringProgramsCheck(ClaimCheck[TuringProgramsCheckConfig]):
         self._submit(config, todo)
         for i, (arm, lr, seed) in enumerate(todo):
             key = (config, arm, lr, seed)
-            fut = self._futures.pop(key, None)
-            self._cache.runs[key] = fut.result() if fut is not None else train_arm(config, arm, lr, seed)
+            queued = self._pool is not None and self._pool.queued(key)
+            self._cache.runs[key] = self._pool.take(key) if queued else train_arm(config, arm, lr, seed)  # type: ignore[union-attr]
             ctx.progress("train", i + 1, len(todo))
 
     def _lrs(self, config: TuringProgramsCheckConfig, ctx: RunContext) -> dict[str, float]:

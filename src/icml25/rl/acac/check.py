@@ -140,7 +140,7 @@ import torch
 
 from icml25.core.check import ClaimCheck, RunContext, SeedOutcome
 from icml25.core.claims import Claim, Criterion
-from icml25.core.runtime import thread_budget
+from icml25.core.runtime import WorkerPool
 from icml25.core.tuning import best_on_validation
 from icml25.core.validate import check_fields
 
@@ -369,39 +369,31 @@ class _Runs:
     """The training runs of one check run: finished ones and (``workers`` > 1) queued ones.
 
     With ``min(config.workers, thread_budget())`` > 1 the runs of this and every later planned seed
-    are queued on worker processes, so that two cores train two runs at once; each run is
-    single-threaded and seeded by itself, so the numbers do not depend on where it ran.
+    are queued on a :class:`icml25.core.runtime.WorkerPool`, so that two cores train two runs at once;
+    each run is single-threaded and seeded by itself, so the numbers do not depend on where it ran.
     """
 
     def __init__(self) -> None:
         self.done: dict[Job, TrainResult] = {}
-        self.queued: dict[Job, Any] = {}
-        self.pool: Any = None
+        self.pool: WorkerPool | None = None
 
     def submit(self, config: ACACCheckConfig, jobs: Sequence[Job]) -> None:
-        workers = min(config.workers, thread_budget())
-        if workers <= 1:
-            return
         if self.pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+            self.pool = WorkerPool(config.workers)
         for job in dict.fromkeys(jobs):
-            if job not in self.done and job not in self.queued:
-                self.queued[job] = self.pool.submit(_train_in_worker, config, *job)
+            if job not in self.done:
+                self.pool.submit(job, _train_in_worker, config, *job)
 
     def get(self, config: ACACCheckConfig, job: Job) -> TrainResult:
         if job not in self.done:
-            fut = self.queued.pop(job, None)
-            self.done[job] = fut.result() if fut is not None else _train(config, *job)
+            queued = self.pool is not None and self.pool.queued(job)
+            self.done[job] = self.pool.take(job) if queued else _train(config, *job)  # type: ignore[union-attr]
         return self.done.pop(job)
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.close()
         self.pool = None
-        self.queued = {}
         self.done = {}
 
 
