@@ -535,3 +535,31 @@ def test_medium_preset_constructs_and_takes_one_step_on_the_cpu() -> None:
     assert CHECK.config("medium").device == "cuda"
     run = train_arm(cfg, "tp_hard_alibi", 1e-3, 0)
     assert len(run.losses) == 1 and np.isfinite(run.losses[0])
+
+
+def test_runs_on_worker_processes_equal_the_runs_trained_here(monkeypatch) -> None:
+    """With two workers allowed, _ensure_trained queues the runs on spawned processes (WorkerPool) and
+    collects the same trained runs as training them here."""
+    import dataclasses
+    from pathlib import Path
+
+    from icml25.core.check import RunContext
+    from icml25.core.progress import NullReporter
+    from icml25.language.turing_programs.check import CHECK, train_arm
+
+    monkeypatch.setenv("ICML25_THREADS", "2")
+    config = dataclasses.replace(CHECK.config("tiny"), workers=2)
+    jobs = [(arm, float(config.lr_grid[0]), 0) for arm in config.arms[:2]]
+    ctx = RunContext(slug="turing_programs", scale="tiny", run_dir=Path("."), reporter=NullReporter())
+    CHECK.begin_run(config)
+    try:
+        CHECK._submit(config, jobs)
+        assert CHECK._pool is not None and CHECK._pool.active
+        assert all(CHECK._pool.queued((config, *j)) for j in jobs)
+        CHECK._ensure_trained(config, jobs, ctx)
+        got = {j: CHECK._cache.runs[(config, *j)] for j in jobs}
+    finally:
+        CHECK.end_run()
+    for job, run in got.items():
+        want = train_arm(config, *job)
+        assert (run.losses, run.val_exact, run.val_loss) == (want.losses, want.val_exact, want.val_loss)

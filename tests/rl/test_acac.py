@@ -851,3 +851,22 @@ def test_medium_preset_constructs_and_runs_one_update() -> None:
         lambda: MacroBoxPushing(grid=config.grid, horizon=config.bp_horizon), "padded", cfg, seed=0
     )
     assert len(res.critic_losses) == 1 and math.isfinite(res.critic_losses[0])
+
+
+def test_runs_on_worker_processes_equal_the_runs_trained_here(monkeypatch) -> None:
+    """With two workers allowed the queued runs train in spawned processes: the same curves as here."""
+    from icml25.rl.acac.check import _Runs, _train
+
+    monkeypatch.setenv("ICML25_THREADS", "2")
+    config = dataclasses.replace(CHECK.config("tiny"), workers=2)
+    jobs = [("bp", "acac", 3e-4, 0), ("bp", "padded", 3e-4, 1)]
+    runs = _Runs()
+    try:
+        runs.submit(config, jobs)
+        assert runs.pool is not None and runs.pool.active and all(runs.pool.queued(j) for j in jobs)
+        got = [runs.get(config, j) for j in jobs]
+    finally:
+        runs.close()
+    for job, res in zip(jobs, got, strict=True):
+        want = _train(config, *job)
+        assert res.returns == want.returns and res.critic_losses == want.critic_losses
