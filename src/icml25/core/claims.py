@@ -522,7 +522,7 @@ class CriterionResult:
         """One line: name, outcome and, where there is one, the interval."""
         text = f"{self.name} {self.outcome}"
         if self.below_smallest_effect:
-            text += " (below the smallest effect of interest)"
+            text += ", whole interval below the smallest effect"
         if self.interval_text:
             text += f" ({self.interval_text}"
             if self.smallest_effect is not None:
