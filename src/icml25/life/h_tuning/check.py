@@ -61,7 +61,7 @@ comparisons are paired: macro-AP recomputed on a two-stage bootstrap over seeds 
 The student's gap to its teacher (``ap_minus_teacher``) and the distilled student's gain over the same
 student fine-tuned without a teacher (``kd_gain``, on ``student_kd``; ``late_gain`` of both students is
 reported too) are informational, without a criterion. Changed after seeing the judged runs (where the
-distilled student fell below the student alone: -0.58 [-0.98, -0.20] and [-1.27, -0.75]), because the
+distilled student fell below the student alone: -0.571 [-0.982, -0.202] and [-1.27, -0.75]), because the
 paper's distillation claim is latency and memory (both judged) and no accuracy bar for the student
 could be taken from it: ``kd_beats_alone`` (our own declared 1-point bar) and the two student
 convergence gates that guarded only it are gone; the comparison stays in the table.
