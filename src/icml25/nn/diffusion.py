@@ -8,8 +8,9 @@ Time convention: integer steps ``t in {0, ..., T-1}``, **larger t = noisier** (a
   ``linear`` and ``cosine`` betas equal diffusers' ``DDPMScheduler(beta_schedule="linear" |
   "squaredcos_cap_v2").betas`` (a test pins it); :class:`NoiseSchedule` holds both;
 * noise:      :func:`sample_noise` draws unit-variance Gaussian or Laplace noise (Laplace scale
-  ``1/sqrt 2``, by inverse CDF so any ``torch.Generator`` works). diffusers' schedulers only ever draw
-  Gaussian noise: the Laplace family is ours (L-Diffusion, ICML 2025, uses it);
+  ``1/sqrt 2`` unless ``laplace_scale`` sets another, by inverse CDF so any ``torch.Generator``
+  works). diffusers' schedulers only ever draw Gaussian noise: the Laplace family is ours
+  (L-Diffusion, ICML 2025, uses it);
 * forward:    :func:`q_sample`, ``x_t = sqrt(ab_t) x0 + sqrt(1 - ab_t) n`` (variance preserving,
   ``form="vp"``), or the additive form ``x_t = x0 + sqrt(1 - ab_t) n`` (``form="additive"``);
 * loss:       :func:`ddpm_loss`, epsilon prediction with L2 (Gaussian ML) or L1 (Laplace ML);
@@ -169,7 +170,8 @@ def q_sample(
     *,
     form: Literal["vp", "additive"] = "vp",
 ) -> Tensor:
-    """The forward process ``q(x_t | x0)`` with the given unit-variance ``noise`` (any family).
+    """The forward process ``q(x_t | x0)`` with the given ``noise`` (any family; unit variance unless
+    drawn with another ``laplace_scale``).
 
     ``form="vp"``: ``sqrt(ab_t) x0 + sqrt(1 - ab_t) noise``; ``form="additive"``:
     ``x0 + sqrt(1 - ab_t) noise`` (no signal scaling, as the later L-Diffusion code does).
